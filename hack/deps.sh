@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Crowsnest's tests need, only when missing.
+#   hack/deps.sh postgres|chromium ...
+set -euo pipefail
+
+need_apt_update=1
+apt_install() {
+	if [[ $(id -u) != 0 ]]; then
+		echo "deps: $* missing and not root; install them with: sudo apt-get install $*" >&2
+		exit 1
+	fi
+	if ((need_apt_update)); then
+		apt-get update -qq
+		need_apt_update=0
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+for dep in "$@"; do
+	case $dep in
+	postgres)
+		compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null ||
+			apt_install postgresql
+		;;
+	chromium)
+		[[ -x /usr/bin/chromium ]] || apt_install chromium fonts-dejavu-core
+		;;
+	*) echo "deps: unknown dependency $dep" >&2; exit 2 ;;
+	esac
+done
