@@ -68,6 +68,12 @@ test-operator: kube-assets ## Operator tests on envtest, embedded NATS and a rea
 test-results-api: pg-install ## results-api tests on a real Postgres and embedded NATS.
 	cd results-api && go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: bench-results-api
+bench-results-api: pg-install ## results-api benchmarks: ingest, lookup, queries, WebSocket fan-out (numbers: docs/benchmarks.md).
+	cd results-api && go test -run '^$$' -bench 'Ingest/(constructed-1MB|grype-large-cut-1MB)|Lookup|Query' -benchtime 100x -timeout 20m ./bench/
+	cd results-api && go test -run '^$$' -bench 'Ingest/(constructed-5MB|grype-large$$)' -benchtime 30x -timeout 20m ./bench/
+	cd results-api && go test -run '^$$' -bench 'WebSocket' -benchtime 300x -timeout 10m ./bench/
+
 .PHONY: test-uploader
 test-uploader: pg-install ## Uploader tests against a real results-api.
 	cd uploader && go test $(GO_TEST_FLAGS) ./...
@@ -80,12 +86,28 @@ test-web: pg-install web-deps ## Web type check, unit tests, bundle budget, and 
 	cd web && npm run test:browser
 
 .PHONY: test-chart
-test-chart: ## Lint, render and server-side dry-run the Helm chart.
-	@echo "test-chart: the chart lands with the packaging issue; nothing to test yet"
+test-chart: kube-assets tool-helm verify-dockerfiles ## Lint, render and server-side dry-run the Helm chart; check the Dockerfiles.
+	cd hack/charttest && GOWORK=off go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: e2e
-e2e: ## End-to-end tests on the local stack.
-	@echo "e2e: the local stack lands with the local-stack issue; not yet available"
+e2e: stack-deps ## End-to-end tests on the local stack (hack/stack): real control plane, kwok, registry, Grype, NATS, Postgres, results-api, operator.
+	hack/deps.sh chromium
+	cd hack/stack && go test -count=1 -timeout=15m -run '$(E2E_RUN)' ./...
+
+.PHONY: bench-e2e
+bench-e2e: stack-deps ## Scale benchmark on the local stack (1,000 Pods, 300 digests, 10 namespaces); numbers go to docs/benchmarks.md.
+	mkdir -p dist
+	cd hack/stack && CROWSNEST_BENCH_E2E=1 CROWSNEST_E2E_PARALLEL=10 CROWSNEST_BENCH_OUT=$(ROOT)/dist/bench-e2e.md \
+	  go test -count=1 -timeout=45m -run '^TestBench' -v .
+	@echo "end-to-end numbers: dist/bench-e2e.md (copy them into docs/benchmarks.md, section end-to-end)"
+
+# stack-deps builds everything the local stack runs (cached after the first run).
+.PHONY: stack-deps
+stack-deps: kube-assets pg-install
+	hack/tools.sh kwok nats-server grype
+	@if [[ -f web/package.json ]]; then $(MAKE) --no-print-directory build-web; fi
+	$(MAKE) --no-print-directory build-operator build-results-api build-uploader
+	cd hack/stack && CGO_ENABLED=0 go build -trimpath -o $(BIN)/stack ./cmd/stack
 
 .PHONY: bench
 bench: bench-operator ## Run the Go benchmarks and write the numbers to docs/benchmarks.md.
@@ -93,7 +115,7 @@ bench: bench-operator ## Run the Go benchmarks and write the numbers to docs/ben
 
 .PHONY: bench-operator
 bench-operator: kube-assets ## Operator benchmarks on envtest (heap, reconcile cost, lookups, latency); numbers go to docs/benchmarks.md.
-	cd operator && go test -count=1 -timeout=30m -run '^$$' -bench . -benchtime 1x ./internal/controller/
+	cd operator && go test -count=1 -timeout=30m -run '^$$' -bench . -benchtime 20x ./internal/controller/ ./internal/discovery/
 
 ##@ Code quality
 
@@ -102,7 +124,7 @@ lint: tool-golangci-lint ## Lint every Go module with the shared config.
 	for m in $(GO_MODULES); do (cd $$m && echo "lint $$m" && golangci-lint run --config $(ROOT)/.golangci.yml ./...); done
 
 .PHONY: generate
-generate: generate-operator generate-web ## Regenerate CRDs, deepcopy, OpenAPI types and the chart schema.
+generate: generate-operator generate-web generate-chart ## Regenerate CRDs, deepcopy, OpenAPI types and the chart schema.
 	@echo "generate: nothing generated yet"
 
 .PHONY: generate-web
@@ -115,6 +137,17 @@ generate-operator: tool-controller-gen ## Regenerate the Scanner deepcopy and CR
 	  crd output:crd:artifacts:config=../config/crd/bases
 	cd operator && $(BIN)/controller-gen rbac:roleName=manager-role paths=./internal/... output:rbac:artifacts:config=config/rbac
 
+.PHONY: generate-chart
+generate-chart: generate-operator ## Copy the operator's generated CRD and RBAC role into the chart; regenerate values.schema.json.
+	cp operator/config/crd/bases/crowsnest.dev_scanners.yaml helm/crowsnest/crds/
+	cp operator/config/rbac/role.yaml operator/config/rbac/leader_election_role.yaml helm/crowsnest/charts/operator/files/
+	cd hack/charttest && GOWORK=off go run ./cmd/chartschema -o $(ROOT)/helm/crowsnest/values.schema.json
+
+.PHONY: fixtures
+fixtures: ## Regenerate results-api/testdata/grype: real Grype output from offline images and a tiny v6 DB.
+	hack/tools.sh grype
+	$(BIN)/fixtures --grype $(BIN)/grype --out results-api/testdata/grype --go-src hack/tools/grype/testdata/gobinary
+
 .PHONY: verify
 verify: ## Fail when generated files are stale or go.mod files are untidy.
 	$(MAKE) generate
@@ -124,8 +157,49 @@ verify: ## Fail when generated files are stale or go.mod files are untidy.
 ##@ Run
 
 .PHONY: demo
-demo: ## Run the whole system locally (control plane, registry, NATS, Postgres, results-api, operator).
-	@echo "make demo: not yet available — the local stack lands with the local-stack issue."
+demo: stack-deps ## Run the whole system locally (control plane + kwok, registry, NATS, Postgres, results-api, operator); Ctrl-C stops it. DEMO_FLAGS=--help lists options.
+	$(BIN)/stack $(DEMO_FLAGS)
+
+##@ Packaging and dev loop
+
+IMAGE_REGISTRY ?= ghcr.io/crowsnest-dev
+IMAGE_TAG ?= $(shell awk '/^appVersion:/ {gsub(/"/, "", $$2); print $$2}' helm/crowsnest/Chart.yaml)
+DOCKER ?= docker
+
+.PHONY: docker-build
+docker-build: docker-build-operator docker-build-results-api docker-build-uploader ## Build the three images (needs a Docker engine).
+
+.PHONY: docker-build-operator
+docker-build-operator: ## Build the operator image (operator/Dockerfile, context: repository root).
+	$(DOCKER) build -f operator/Dockerfile -t $(IMAGE_REGISTRY)/crowsnest-operator:$(IMAGE_TAG) .
+
+.PHONY: docker-build-results-api
+docker-build-results-api: ## Build the results-api image with the web UI embedded.
+	$(DOCKER) build -f results-api/Dockerfile -t $(IMAGE_REGISTRY)/crowsnest-results-api:$(IMAGE_TAG) .
+
+.PHONY: docker-build-uploader
+docker-build-uploader: ## Build the uploader image (the scan Jobs' main container).
+	$(DOCKER) build -f uploader/Dockerfile -t $(IMAGE_REGISTRY)/crowsnest-uploader:$(IMAGE_TAG) .
+
+.PHONY: verify-dockerfiles
+verify-dockerfiles: ## Parse every Dockerfile with BuildKit's parser; check every COPY source and go.mod replace.
+	cd hack/tools/dockerfilecheck && GOWORK=off go test -count=1 ./... && GOWORK=off go run . -root $(ROOT)
+
+.PHONY: verify-tiltfile
+verify-tiltfile: tool-tilt ## Evaluate the Tiltfile offline with the pinned Tilt (no cluster needed).
+	hack/verify-tiltfile.sh
+
+.PHONY: kind-up
+kind-up: tool-kind ## Create the kind cluster "crowsnest" with a local registry on localhost:5001.
+	deploy/kind/kind-up.sh
+
+.PHONY: kind-down
+kind-down: tool-kind ## Delete the kind cluster and its local registry.
+	deploy/kind/kind-down.sh
+
+.PHONY: dev
+dev: tool-tilt tool-helm ## Run the dev loop on kind (tilt up); run make kind-up first.
+	tilt up -f Tiltfile
 
 ##@ Tools and backends
 

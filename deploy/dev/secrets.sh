@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Creates the dev loop's Secrets once (run by the Tiltfile before the chart):
+# the Postgres password with its URL, and results-api's write token. They are
+# random, made here and stored only in the cluster. The dev values point the
+# chart at them because Tilt renders the chart with `helm template`, where
+# lookup sees no cluster: a generated password would change on every
+# Tiltfile reload and lock results-api out of the existing database.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+CONTEXT=kind-crowsnest
+NS=crowsnest-system
+k() { kubectl --context "$CONTEXT" "$@"; }
+
+k apply -f "$ROOT/deploy/dev/namespace.yaml"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+umask 077
+random() { head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+
+if ! k -n "$NS" get secret crowsnest-dev-postgres >/dev/null 2>&1; then
+	pw=$(random)
+	printf '%s' "$pw" >"$tmp/password"
+	printf 'postgres://crowsnest:%s@crowsnest-postgres.%s.svc:5432/crowsnest?sslmode=disable' "$pw" "$NS" >"$tmp/url"
+	k -n "$NS" create secret generic crowsnest-dev-postgres --from-file="$tmp/password" --from-file="$tmp/url"
+fi
+if ! k -n "$NS" get secret crowsnest-dev-write-token >/dev/null 2>&1; then
+	random >"$tmp/token"
+	k -n "$NS" create secret generic crowsnest-dev-write-token --from-file="$tmp/token"
+fi
+echo "dev Secrets ready in $NS"

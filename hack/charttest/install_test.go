@@ -1,0 +1,118 @@
+package charttest
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// writeKubeconfig writes a kubeconfig for the test API server, for helm.
+func writeKubeconfig(t *testing.T) string {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: apiCfg.Host, CertificateAuthorityData: apiCfg.CAData}
+	cfg.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{ClientCertificateData: apiCfg.CertData, ClientKeyData: apiCfg.KeyData, Token: apiCfg.BearerToken}
+	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "envtest"}
+	cfg.CurrentContext = "envtest"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestInstallKeepsGeneratedSecrets runs `helm install --dry-run=server`
+// against the real API server, where the release's Secrets already exist (as
+// on an upgrade): lookup must keep the Postgres password and the write token
+// instead of generating new ones. It also checks NOTES.txt.
+func TestInstallKeepsGeneratedSecrets(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := kubernetes.NewForConfig(apiCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "upgrade-test"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]map[string][]byte{
+		"crowsnest-postgres":                {"password": []byte("kept-password")},
+		"crowsnest-results-api-write-token": {"token": []byte("kept-token")},
+	} {
+		// Owned by the release, as after a previous install (or an uninstall
+		// that kept the Postgres Secret).
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+			Labels:      map[string]string{"app.kubernetes.io/managed-by": "Helm"},
+			Annotations: map[string]string{"meta.helm.sh/release-name": "crowsnest", "meta.helm.sh/release-namespace": ns},
+		}, Data: data}
+		if _, err := cs.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	out, err := RunHelm(ctx, repoRoot, "install", "crowsnest", ChartDir, "--namespace", ns, "--kubeconfig", writeKubeconfig(t),
+		"--dry-run=server", "--set", "defaultScanner.enabled=true", "--set", "global.scan.namespaces={team-a}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, notes, ok := bytes.Cut(out, []byte("\nNOTES:\n"))
+	if !ok {
+		t.Fatalf("no NOTES in helm output:\n%s", out)
+	}
+	_, manifest, _ = bytes.Cut(manifest, []byte("\nMANIFEST:\n"))
+	objs, err := Decode(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]string{
+		"crowsnest-postgres":                {"password": "kept-password"},
+		"crowsnest-results-api-write-token": {"token": "kept-token"},
+	}
+	for _, o := range objs {
+		keys, ok := want[o.GetName()]
+		if o.GetKind() != "Secret" || !ok {
+			continue
+		}
+		delete(want, o.GetName())
+		for k, v := range keys {
+			if got := secretValue(t, o, k); got != v {
+				t.Errorf("Secret %s key %s = %q, want the existing %q", o.GetName(), k, got, v)
+			}
+		}
+		if o.GetName() == "crowsnest-postgres" {
+			if url := secretValue(t, o, "url"); !strings.Contains(url, ":kept-password@crowsnest-postgres."+ns+".svc:5432/crowsnest") {
+				t.Errorf("url %q does not use the kept password", url)
+			}
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("Secrets not rendered: %v", want)
+	}
+	for _, w := range []string{"port-forward svc/crowsnest-results-api 8080:80", "kind: Scanner", `Scanner "default" in: team-a`, "crowsnest-results-api-write-token"} {
+		if !strings.Contains(string(notes), w) {
+			t.Errorf("NOTES lack %q:\n%s", w, notes)
+		}
+	}
+}
+
+func secretValue(t *testing.T, o *unstructured.Unstructured, key string) string {
+	t.Helper()
+	s, _, _ := unstructured.NestedString(o.Object, "data", key)
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatalf("Secret %s key %s: %v", o.GetName(), key, err)
+	}
+	return string(b)
+}

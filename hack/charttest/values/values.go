@@ -1,0 +1,176 @@
+package values
+
+// Values is the whole values.yaml of helm/crowsnest.
+type Values struct {
+	Global         Global         `json:"global"`
+	Operator       Operator       `json:"operator"`
+	ResultsAPI     ResultsAPI     `json:"resultsApi"`
+	NATS           NATS           `json:"nats"`
+	Postgres       Postgres       `json:"postgres"`
+	Monitoring     Monitoring     `json:"monitoring"`
+	DefaultScanner DefaultScanner `json:"defaultScanner"`
+}
+
+// Global values are shared with every subchart.
+type Global struct {
+	ImagePullSecrets []string      `json:"imagePullSecrets" jsonschema:"description=Names of pull Secrets for every Crowsnest Pod"`
+	NATS             ExternalNATS  `json:"nats"`
+	Database         ExternalDB    `json:"database"`
+	Scan             Scan          `json:"scan"`
+	NetworkPolicy    NetworkPolicy `json:"networkPolicy"`
+}
+
+// Scan says where scan Jobs run and as whom.
+type Scan struct {
+	Namespaces     []string `json:"namespaces" jsonschema:"description=Namespaces Crowsnest scans: their scan Pods may upload and defaultScanner creates Scanners there"`
+	ServiceAccount string   `json:"serviceAccount" jsonschema:"description=ServiceAccount of scan Pods; empty uses each namespace's default,pattern=^$|^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"`
+}
+
+// ExternalNATS points at a NATS server when the bundled one is disabled.
+type ExternalNATS struct {
+	URL            string    `json:"url" jsonschema:"description=URL of an external NATS with JetStream (nats.enabled=false),pattern=^$|^(nats|tls)://"`
+	ExistingSecret SecretKey `json:"existingSecret" jsonschema:"description=Secret whose key holds the NATS URL with credentials; wins over url"`
+}
+
+// ExternalDB points at a Postgres database when the bundled one is disabled.
+type ExternalDB struct {
+	ExistingSecret SecretKey `json:"existingSecret" jsonschema:"description=Secret whose key holds the Postgres URL (required when postgres.enabled=false)"`
+}
+
+// SecretKey names a key of an existing Secret in the release namespace.
+type SecretKey struct {
+	Name string `json:"name" jsonschema:"pattern=^$|^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$,maxLength=253"`
+	Key  string `json:"key" jsonschema:"minLength=1"`
+}
+
+// NetworkPolicy switches the chart's NetworkPolicies on.
+type NetworkPolicy struct {
+	Enabled        bool     `json:"enabled"`
+	APIServerCIDRs []string `json:"apiServerCIDRs" jsonschema:"description=CIDRs of the kube-apiserver for the operator's egress; empty allows any destination"`
+	APIServerPorts []int    `json:"apiServerPorts" jsonschema:"minItems=1"`
+}
+
+// Image is a pinned container image: a tag other than latest, or a digest.
+type Image struct {
+	Repository string `json:"repository" jsonschema:"minLength=1"`
+	Tag        string `json:"tag" jsonschema:"description=Image tag; never latest (the chart refuses it)"`
+	Digest     string `json:"digest" jsonschema:"description=sha256 digest; pins exactly,pattern=^$|^sha256:[a-f0-9]{64}$"`
+	PullPolicy string `json:"pullPolicy,omitempty" jsonschema:"enum=IfNotPresent,enum=Always,enum=Never"`
+}
+
+// Component is the shape every workload section shares.
+type Component struct {
+	Image              Image             `json:"image"`
+	Replicas           int               `json:"replicas" jsonschema:"minimum=0"`
+	Resources          map[string]any    `json:"resources" jsonschema:"description=Container resources (requests/limits)"`
+	PodSecurityContext map[string]any    `json:"podSecurityContext" jsonschema:"description=Pod securityContext; keep it Pod Security restricted"`
+	SecurityContext    map[string]any    `json:"securityContext" jsonschema:"description=Container securityContext; runAsNonRoot and seccomp are enforced"`
+	ExtraArgs          []string          `json:"extraArgs"`
+	PodAnnotations     map[string]string `json:"podAnnotations"`
+	NodeSelector       map[string]string `json:"nodeSelector"`
+	Tolerations        []map[string]any  `json:"tolerations"`
+	Affinity           map[string]any    `json:"affinity"`
+}
+
+// Operator is the operator subchart.
+type Operator struct {
+	Component
+	LeaderElect   bool  `json:"leaderElect"`
+	UploaderImage Image `json:"uploaderImage" jsonschema:"description=Image of the scan Jobs' uploader container"`
+	GrypeImage    Image `json:"grypeImage" jsonschema:"description=Grype image of the scan Jobs (a Scanner's spec.grypeImage overrides it)"`
+}
+
+// ResultsAPI is the results-api subchart.
+type ResultsAPI struct {
+	Component
+	Service     Service    `json:"service"`
+	MaxBOMBytes int64      `json:"maxBomBytes" jsonschema:"minimum=1024"`
+	Auth        Auth       `json:"auth"`
+	WriteToken  WriteToken `json:"writeToken"`
+	Ingress     Ingress    `json:"ingress"`
+}
+
+// Auth is how results-api checks writers.
+type Auth struct {
+	Mode                        string   `json:"mode" jsonschema:"enum=,enum=static,enum=tokenreview"`
+	ExtraAllowedServiceAccounts []string `json:"extraAllowedServiceAccounts" jsonschema:"description=More writers in tokenreview mode"`
+}
+
+// Service of results-api.
+type Service struct {
+	Type string `json:"type" jsonschema:"enum=ClusterIP,enum=NodePort,enum=LoadBalancer"`
+}
+
+// WriteToken is the bearer token for writers other than scan Jobs.
+type WriteToken struct {
+	ExistingSecret string `json:"existingSecret" jsonschema:"description=Secret holding the token; empty generates one"`
+	Key            string `json:"key" jsonschema:"minLength=1"`
+}
+
+// Ingress for the dashboard.
+type Ingress struct {
+	Enabled       bool              `json:"enabled"`
+	ClassName     string            `json:"className"`
+	Annotations   map[string]string `json:"annotations"`
+	Host          string            `json:"host" jsonschema:"minLength=1"`
+	TLSSecretName string            `json:"tlsSecretName"`
+}
+
+// Persistence is a StatefulSet's volume claim.
+type Persistence struct {
+	Size         string `json:"size" jsonschema:"pattern=^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti)$"`
+	StorageClass string `json:"storageClass"`
+}
+
+// NATS is the bundled NATS subchart.
+type NATS struct {
+	Enabled bool `json:"enabled"`
+	Component
+	JetStream   JetStream   `json:"jetstream"`
+	Persistence Persistence `json:"persistence"`
+}
+
+// JetStream limits of the bundled NATS, in nats-server size syntax.
+type JetStream struct {
+	MaxMemoryStore string `json:"maxMemoryStore" jsonschema:"pattern=^[0-9]+[KMGT]?i?B?$"`
+	MaxFileStore   string `json:"maxFileStore" jsonschema:"pattern=^[0-9]+[KMGT]?i?B?$"`
+}
+
+// Postgres is the bundled Postgres subchart.
+type Postgres struct {
+	Enabled bool `json:"enabled"`
+	Component
+	Database       string      `json:"database" jsonschema:"pattern=^[a-z_][a-z0-9_]*$"`
+	Username       string      `json:"username" jsonschema:"pattern=^[a-z_][a-z0-9_]*$"`
+	ExistingSecret string      `json:"existingSecret" jsonschema:"description=Secret holding the password (key password) instead of a generated one"`
+	Persistence    Persistence `json:"persistence"`
+}
+
+// Monitoring is the Prometheus Operator integration.
+type Monitoring struct {
+	Enabled   bool              `json:"enabled"`
+	Labels    map[string]string `json:"labels"`
+	Interval  string            `json:"interval" jsonschema:"pattern=^[0-9]+(ms|s|m|h)$"`
+	Rules     Rules             `json:"rules"`
+	Dashboard Dashboard         `json:"dashboard"`
+}
+
+// Rules are the PrometheusRule thresholds.
+type Rules struct {
+	ScanFailureRatio float64 `json:"scanFailureRatio" jsonschema:"minimum=0,maximum=1"`
+	StaleReportsFor  string  `json:"staleReportsFor" jsonschema:"pattern=^[0-9]+(m|h|d)$"`
+	APIErrorRatio    float64 `json:"apiErrorRatio" jsonschema:"minimum=0,maximum=1"`
+}
+
+// Dashboard is the Grafana dashboard ConfigMap.
+type Dashboard struct {
+	Enabled bool              `json:"enabled"`
+	Labels  map[string]string `json:"labels"`
+}
+
+// DefaultScanner is a Scanner the chart creates in each listed namespace.
+type DefaultScanner struct {
+	Enabled bool           `json:"enabled"`
+	Name    string         `json:"name" jsonschema:"pattern=^[a-z0-9]([-a-z0-9]*[a-z0-9])?$,maxLength=63"`
+	Spec    map[string]any `json:"spec" jsonschema:"description=Scanner spec; the CRD validates it"`
+}

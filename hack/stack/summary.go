@@ -1,0 +1,36 @@
+package stack
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// PrintSummary tells the user what runs where.
+func (s *Stack) PrintSummary(w io.Writer, took time.Duration) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nCrowsnest local stack is up (%s).\n\n", took.Round(100*time.Millisecond))
+	if s.API != nil {
+		fmt.Fprintf(&b, "  Dashboard     %s/\n", s.API.URL())
+		fmt.Fprintf(&b, "  REST API      %s/api/v1/reports\n", s.API.URL())
+		fmt.Fprintf(&b, "  NATS          %s   (nats sub 'crowsnest.>' -s %s)\n", s.NATS.URL(), s.NATS.URL())
+		fmt.Fprintf(&b, "  Postgres      %s\n", s.Postgres.URL)
+		fmt.Fprintf(&b, "  Operator      metrics %s\n", s.Operator.MetricsURL())
+		fmt.Fprintf(&b, "  Write token   %s\n", filepath.Join(s.Options.StateDir, "write-token"))
+	}
+	fmt.Fprintf(&b, "  Registry      %s (plain HTTP)\n", s.Registry.Host)
+	for _, img := range s.Registry.Images {
+		note := ""
+		if !img.Pushed {
+			note = "  (not in the registry: its scan fails)"
+		}
+		fmt.Fprintf(&b, "                %s@%s%s\n", img.Ref(), img.Digest[:19], note)
+	}
+	fmt.Fprintf(&b, "  Kubernetes    export KUBECONFIG=%s\n", s.Cluster.Kubeconfig)
+	fmt.Fprintf(&b, "                bin/kubectl get scanners,jobs,pods -A\n")
+	fmt.Fprintf(&b, "  Logs          %s/*.log\n", s.Options.StateDir)
+	fmt.Fprintf(&b, "\nScan-Job Pods run through the stack's scan executor (the one stand-in for a kubelet);\nkwok runs every other Pod. Press Ctrl-C to stop and remove all state.\n")
+	_, _ = io.WriteString(w, b.String())
+}

@@ -1,0 +1,143 @@
+{{/*
+Helpers shared by the umbrella chart and its subcharts (named templates are
+global to one render). Callers pass a dict with "ctx" (the root context) and,
+where needed, "component".
+*/}}
+
+{{/* crowsnest.name: <release>-<component>, at most 63 characters. */}}
+{{- define "crowsnest.name" -}}
+{{- printf "%s-%s" .ctx.Release.Name .component | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* crowsnest.selectorLabels: the labels a component's Service and workload select on. */}}
+{{- define "crowsnest.selectorLabels" -}}
+app.kubernetes.io/name: crowsnest
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* crowsnest.labels: the recommended labels on every object. */}}
+{{- define "crowsnest.labels" -}}
+{{ include "crowsnest.selectorLabels" . }}
+app.kubernetes.io/part-of: crowsnest
+app.kubernetes.io/version: {{ .ctx.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .ctx.Chart.Name .ctx.Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/*
+crowsnest.image: repository[:tag][@digest] from an image section. A digest
+pins exactly; otherwise a tag is required and "latest" is refused.
+*/}}
+{{- define "crowsnest.image" -}}
+{{- $img := . -}}
+{{- if not $img.repository -}}{{- fail "image.repository is required" -}}{{- end -}}
+{{- if and (not $img.digest) (or (not $img.tag) (eq (toString $img.tag) "latest")) -}}
+{{- fail (printf "image %s must be pinned by a tag other than latest or by a digest" $img.repository) -}}
+{{- end -}}
+{{- $ref := $img.repository -}}
+{{- if $img.tag }}{{ $ref = printf "%s:%s" $ref (toString $img.tag) }}{{ end -}}
+{{- if $img.digest }}{{ $ref = printf "%s@%s" $ref $img.digest }}{{ end -}}
+{{- $ref -}}
+{{- end -}}
+
+{{/* crowsnest.podSpecCommon: pull secrets, security context and scheduling of a component. */}}
+{{- define "crowsnest.podSpecCommon" -}}
+{{- $v := .values -}}
+{{- with .ctx.Values.global.imagePullSecrets }}
+imagePullSecrets:
+{{- range . }}
+  - name: {{ . }}
+{{- end }}
+{{- end }}
+securityContext:
+  {{- toYaml $v.podSecurityContext | nindent 2 }}
+{{- with $v.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $v.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $v.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+crowsnest.containerSecurityContext: the component's securityContext; seccomp
+and runAsNonRoot are repeated per container so a container stays "restricted"
+even if a user drops them from the Pod level.
+*/}}
+{{- define "crowsnest.containerSecurityContext" -}}
+{{- $sc := deepCopy .securityContext -}}
+{{- $_ := set $sc "runAsNonRoot" true -}}
+{{- if not (hasKey $sc "seccompProfile") }}{{ $_ := set $sc "seccompProfile" (dict "type" "RuntimeDefault") }}{{ end -}}
+{{- toYaml $sc -}}
+{{- end -}}
+
+{{/* crowsnest.natsEnv: CROWSNEST_NATS_URL from the bundled NATS, a URL or a Secret. */}}
+{{- define "crowsnest.natsEnv" -}}
+{{- $g := .ctx.Values.global.nats -}}
+- name: CROWSNEST_NATS_URL
+{{- if $g.existingSecret.name }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $g.existingSecret.name }}
+      key: {{ $g.existingSecret.key }}
+{{- else if $g.url }}
+  value: {{ $g.url | quote }}
+{{- else }}
+  value: {{ printf "nats://%s.%s.svc:4222" (include "crowsnest.name" (dict "ctx" .ctx "component" "nats")) .ctx.Release.Namespace | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* crowsnest.apiURL: the in-cluster URL of results-api. */}}
+{{- define "crowsnest.apiURL" -}}
+{{- printf "http://%s.%s.svc" (include "crowsnest.name" (dict "ctx" .ctx "component" "results-api")) .ctx.Release.Namespace -}}
+{{- end -}}
+
+{{/* crowsnest.natsEgress: a NetworkPolicy egress rule to NATS (bundled pods, or any host on 4222). */}}
+{{- define "crowsnest.natsEgress" -}}
+{{- $g := .Values.global.nats -}}
+- ports:
+    - {port: 4222, protocol: TCP}
+{{- if not (or $g.url $g.existingSecret.name) }}
+  to:
+    - podSelector:
+        matchLabels:
+          {{- include "crowsnest.selectorLabels" (dict "ctx" . "component" "nats") | nindent 10 }}
+{{- end }}
+{{- end -}}
+
+{{/* crowsnest.dnsEgress: a NetworkPolicy egress rule for DNS. */}}
+{{- define "crowsnest.dnsEgress" -}}
+- ports:
+    - {port: 53, protocol: UDP}
+    - {port: 53, protocol: TCP}
+{{- end -}}
+
+{{/*
+crowsnest.allowedServiceAccounts: the writers results-api accepts in
+tokenreview mode: the scan ServiceAccount of every global.scan namespace,
+plus resultsApi.auth.extraAllowedServiceAccounts. Call with the results-api
+subchart's context.
+*/}}
+{{- define "crowsnest.allowedServiceAccounts" -}}
+{{- $sa := .Values.global.scan.serviceAccount | default "default" -}}
+{{- $out := list -}}
+{{- range .Values.global.scan.namespaces }}{{ $out = append $out (printf "%s/%s" . $sa) }}{{ end -}}
+{{- join "," (concat $out .Values.auth.extraAllowedServiceAccounts) -}}
+{{- end -}}
+
+{{/* crowsnest.authMode: static or tokenreview (see resultsApi.auth.mode). */}}
+{{- define "crowsnest.authMode" -}}
+{{- $mode := .Values.auth.mode -}}
+{{- if not $mode -}}{{- $mode = ternary "tokenreview" "static" (ne (include "crowsnest.allowedServiceAccounts" .) "") -}}{{- end -}}
+{{- if and (eq $mode "tokenreview") (eq (include "crowsnest.allowedServiceAccounts" .) "") -}}
+{{- fail "resultsApi.auth.mode=tokenreview needs global.scan.namespaces or resultsApi.auth.extraAllowedServiceAccounts" -}}
+{{- end -}}
+{{- $mode -}}
+{{- end -}}

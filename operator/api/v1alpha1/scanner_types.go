@@ -1,0 +1,176 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DefaultIgnoreLabel is the label that, set to "true" on a Pod, keeps its
+// images out of scanning.
+const DefaultIgnoreLabel = "crowsnest.dev/ignore"
+
+// ScannerSpec says how the images running in the Scanner's namespace are
+// scanned.
+type ScannerSpec struct {
+	// IgnoreLabel names a Pod label; Pods whose label of that name is "true"
+	// are not scanned.
+	// +kubebuilder:default="crowsnest.dev/ignore"
+	// +kubebuilder:validation:MaxLength=317
+	// +optional
+	IgnoreLabel string `json:"ignoreLabel,omitempty"`
+
+	// MaxConcurrentScans caps the scan Jobs of this Scanner that run at once.
+	// +kubebuilder:default=2
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=50
+	// +optional
+	MaxConcurrentScans int32 `json:"maxConcurrentScans,omitempty"`
+
+	// RescanInterval is the age after which a report is refreshed by a new
+	// scan. 0s disables rescans.
+	// +kubebuilder:default="24h"
+	// +optional
+	RescanInterval *metav1.Duration `json:"rescanInterval,omitempty"`
+
+	// ScanTimeout bounds one scan Job (its activeDeadlineSeconds).
+	// +kubebuilder:default="10m"
+	// +optional
+	ScanTimeout *metav1.Duration `json:"scanTimeout,omitempty"`
+
+	// Resources of the Grype container of each scan Job.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// GrypeImage overrides the operator's pinned Grype image.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	GrypeImage string `json:"grypeImage,omitempty"`
+}
+
+// Condition types of a Scanner. Reconciling and Stalled follow kstatus.
+const (
+	ConditionReady       = "Ready"
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
+)
+
+// Condition reasons of a Scanner.
+const (
+	// ReasonUpToDate: every running image has a fresh report.
+	ReasonUpToDate = "UpToDate"
+	// ReasonScanning: scans are queued or running.
+	ReasonScanning = "Scanning"
+	// ReasonScanFailed: some images failed to scan and wait for a retry, or
+	// cannot be scanned at all.
+	ReasonScanFailed = "ScanFailed"
+	// ReasonResultsAPIUnavailable: results-api did not answer the lookup, so
+	// no scan Jobs are created until it does.
+	ReasonResultsAPIUnavailable = "ResultsAPIUnavailable"
+	// ReasonEventsUndelivered: NATS is unreachable; scanning continues but
+	// events are not delivered until it returns.
+	ReasonEventsUndelivered = "EventsUndelivered"
+)
+
+// Failure reasons of a scan, as recorded in status.recentFailures, on Events
+// and in job.done events.
+const (
+	FailureNotPullable      = "NotPullable"           // imageID is a bare local digest; nothing to pull
+	FailureImagePull        = "ImagePullFailed"       // Grype could not pull the image (auth, not found)
+	FailureScannerImagePull = "ScannerImagePull"      // the Grype or uploader image could not be pulled
+	FailureGrype            = "GrypeFailed"           // Grype exited non-zero
+	FailureReportInvalid    = "ReportInvalid"         // uploader exit 3
+	FailureReportRejected   = "ReportRejected"        // uploader exit 4
+	FailureAPIUnreachable   = "ResultsAPIUnreachable" // uploader exit 5
+	FailureTokenInvalid     = "UploadTokenInvalid"    // uploader exit 6: projected token missing or empty
+	FailureUploader         = "UploaderFailed"        // uploader exited with another code
+	FailureOOMKilled        = "OOMKilled"
+	FailureDeadlineExceeded = "DeadlineExceeded"
+	FailureJob              = "JobFailed" // the Job failed without a Pod to explain it
+)
+
+// MaxRecentFailures bounds status.recentFailures.
+const MaxRecentFailures = 10
+
+// ScanFailure is one image whose last scan failed.
+type ScanFailure struct {
+	// Digest of the image, sha256:<hex>.
+	Digest string `json:"digest"`
+	// Image reference, repository@sha256:<hex>, when known.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// Reason is one of the Failure* reasons.
+	Reason string `json:"reason"`
+	// Message gives detail (truncated).
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Attempt is the number of the failed attempt.
+	// +optional
+	Attempt int32 `json:"attempt,omitempty"`
+	// NextRetry is when the scan is tried again; absent when it is not.
+	// +optional
+	NextRetry *metav1.Time `json:"nextRetry,omitempty"`
+}
+
+// ScannerStatus is what the operator observed.
+type ScannerStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Images is the number of distinct image digests running.
+	Images int32 `json:"images"`
+	// Scanned is the number of those with a fresh report.
+	Scanned int32 `json:"scanned"`
+	// Queued is the number waiting for a scan Job.
+	Queued int32 `json:"queued"`
+	// Scanning is the number with a running scan Job.
+	Scanning int32 `json:"scanning"`
+	// Failed is the number whose last scan failed or that cannot be scanned.
+	Failed int32 `json:"failed"`
+
+	// LastScanTime is the newest report time among the running images.
+	// +optional
+	LastScanTime *metav1.Time `json:"lastScanTime,omitempty"`
+
+	// RecentFailures lists failed images, soonest retry first.
+	// +kubebuilder:validation:MaxItems=10
+	// +listType=atomic
+	// +optional
+	RecentFailures []ScanFailure `json:"recentFailures,omitempty"`
+}
+
+// Scanner scans the images of the running Pods in its namespace.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=scn,categories=crowsnest
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="name must be at most 63 characters"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Images",type=integer,JSONPath=`.status.images`
+// +kubebuilder:printcolumn:name="Scanned",type=integer,JSONPath=`.status.scanned`
+// +kubebuilder:printcolumn:name="Scanning",type=integer,JSONPath=`.status.scanning`
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Scanner struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ScannerSpec   `json:"spec,omitempty"`
+	Status ScannerStatus `json:"status,omitempty"`
+}
+
+// ScannerList is a list of Scanners.
+//
+// +kubebuilder:object:root=true
+type ScannerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Scanner `json:"items"`
+}

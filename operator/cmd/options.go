@@ -1,0 +1,120 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
+)
+
+// Options is the operator's configuration: every field is a flag, and every
+// flag takes its default from a CROWSNEST_* environment variable.
+type Options struct {
+	MetricsAddr             string
+	ProbeAddr               string
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	ResultsAPIURL           string
+	UploaderAPIURL          string
+	ResultsAPITokenFile     string
+	LookupCacheTTL          time.Duration
+	LookupTimeout           time.Duration
+	LookupRetry             time.Duration
+	NATSURL                 string
+	PublishTimeout          time.Duration
+	PublishRetry            time.Duration
+	GrypeImage              string
+	UploaderImage           string
+	ScanServiceAccount      string
+	JobTTL                  time.Duration
+	RetryBackoff            time.Duration
+	RetryBackoffMax         time.Duration
+	Workers                 int
+	LogFormat               string
+	LogLevel                string
+}
+
+// BindFlags registers every option on fs.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables)")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader through a Lease so only one replica acts")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the Pod's namespace)")
+	fs.StringVar(&o.ResultsAPIURL, "results-api-url", "", "base URL of results-api, e.g. http://crowsnest-results-api:8080 (required)")
+	fs.StringVar(&o.UploaderAPIURL, "uploader-api-url", "", "results-api URL given to the uploader in scan Jobs (default: --results-api-url)")
+	fs.StringVar(&o.ResultsAPITokenFile, "results-api-token-file", "", "file holding a bearer token for the lookup, if results-api requires one")
+	fs.DurationVar(&o.LookupCacheTTL, "lookup-cache-ttl", 30*time.Second, "how long a lookup answer is reused")
+	fs.DurationVar(&o.LookupTimeout, "lookup-timeout", 10*time.Second, "timeout of one lookup request")
+	fs.DurationVar(&o.LookupRetry, "lookup-retry", 5*time.Second, "first wait after a failed lookup; doubles up to 5m")
+	fs.StringVar(&o.NATSURL, "nats-url", "", "NATS URL for events, e.g. nats://nats:4222 (empty: no events)")
+	fs.DurationVar(&o.PublishTimeout, "publish-timeout", 5*time.Second, "timeout of one event publish")
+	fs.DurationVar(&o.PublishRetry, "publish-retry", 15*time.Second, "wait before retrying undelivered events")
+	fs.StringVar(&o.GrypeImage, "grype-image", scanjob.DefaultGrypeImage, "Grype image of scan Jobs (a Scanner's spec.grypeImage wins)")
+	fs.StringVar(&o.UploaderImage, "uploader-image", "", "uploader image of scan Jobs (required)")
+	fs.StringVar(&o.ScanServiceAccount, "scan-service-account", "", "service account of scan Pods; its projected token authenticates the upload (default: the namespace's default)")
+	fs.DurationVar(&o.JobTTL, "job-ttl", 2*time.Hour, "ttlSecondsAfterFinished of scan Jobs; keep it above --retry-backoff-max")
+	fs.DurationVar(&o.RetryBackoff, "retry-backoff", time.Minute, "wait after a failed scan; doubles per attempt")
+	fs.DurationVar(&o.RetryBackoffMax, "retry-backoff-max", time.Hour, "longest wait between scan attempts")
+	fs.IntVar(&o.Workers, "workers", 2, "Scanners reconciled in parallel")
+	fs.StringVar(&o.LogFormat, "log-format", "json", "log format: json or console")
+	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info or error")
+}
+
+// Validate reports every invalid option at once.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.ResultsAPIURL == "" {
+		errs = append(errs, errors.New("--results-api-url is required"))
+	}
+	if o.UploaderImage == "" {
+		errs = append(errs, errors.New("--uploader-image is required"))
+	}
+	if o.RetryBackoff <= 0 || o.RetryBackoffMax < o.RetryBackoff {
+		errs = append(errs, errors.New("--retry-backoff must be > 0 and <= --retry-backoff-max"))
+	}
+	if o.LookupRetry <= 0 || o.PublishRetry <= 0 {
+		errs = append(errs, errors.New("--lookup-retry and --publish-retry must be > 0"))
+	}
+	if o.LogFormat != "json" && o.LogFormat != "console" {
+		errs = append(errs, fmt.Errorf("--log-format %q: want json or console", o.LogFormat))
+	}
+	return errors.Join(errs...)
+}
+
+// EnvName is the environment variable that defaults a flag:
+// --results-api-url → CROWSNEST_RESULTS_API_URL.
+func EnvName(flagName string) string {
+	return "CROWSNEST_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// applyEnv sets every flag whose environment variable is present, before
+// the command line is parsed (so flags still win), and names the variable
+// in each flag's help.
+func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := EnvName(f.Name)
+		f.Usage += " (env " + name + ")"
+		if v := getenv(name); v != "" {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", name, v, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// readToken returns a function reading a bearer token file on each call.
+func readToken(path string) func() (string, error) {
+	return func() (string, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", err
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+}

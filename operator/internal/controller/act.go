@@ -1,0 +1,218 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	eventsv1 "github.com/crowsnest-dev/crowsnest/operator/api/events/v1"
+	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
+)
+
+// Kubernetes Event reasons on a Scanner.
+const (
+	EventJobCreated    = "ScanJobCreated"
+	EventScanSucceeded = "ScanSucceeded"
+	EventScanFailed    = "ScanFailed"
+)
+
+const (
+	publishedNeeded = "needed"
+	publishedDone   = "done"
+)
+
+// act records finished Jobs, publishes pending events, deletes finished Jobs
+// and creates new ones, in that order. An undelivered event does not stop
+// scanning: it is returned as eventsErr and retried on the next reconcile.
+// p is updated when a planned Job could not be created.
+func (r *ScannerReconciler) act(ctx context.Context, s *crowsnestv1alpha1.Scanner, obs observation, p *plan) (eventsErr error, err error) {
+	jobs := make([]*scanJob, 0, len(obs.jobs))
+	for _, j := range obs.jobs {
+		jobs = append(jobs, j)
+	}
+	sort.Slice(jobs, func(a, b int) bool {
+		ta, tb := jobs[a].job.CreationTimestamp, jobs[b].job.CreationTimestamp
+		return ta.Before(&tb) || (ta.Equal(&tb) && jobs[a].job.Name < jobs[b].job.Name)
+	})
+	for _, j := range jobs {
+		if err := r.recordOutcome(ctx, s, j); err != nil {
+			return nil, err
+		}
+	}
+	for _, j := range jobs {
+		if eventsErr != nil {
+			break // keep each Job's events in order: needed before done
+		}
+		eventsErr = r.publishPending(ctx, s, j, obs)
+	}
+	for _, j := range p.retire {
+		if r.Publisher.Enabled() && j.job.Annotations[scanjob.AnnotationPublished] != publishedDone {
+			continue // keep it until its job.done is delivered
+		}
+		if err := r.deleteJob(ctx, j); err != nil {
+			return nil, err
+		}
+	}
+	created := p.create[:0]
+	for _, req := range p.create {
+		job, err := r.createJob(ctx, s, req)
+		if err != nil {
+			return nil, err
+		}
+		if job == nil {
+			p.scanning--
+			p.queued++
+			continue
+		}
+		created = append(created, req)
+		if eventsErr == nil {
+			eventsErr = r.publishPending(ctx, s, &scanJob{job: job, digest: req.digest, image: req.target.Image.Ref(), attempt: req.attempt, reason: string(req.reason)}, obs)
+		}
+	}
+	p.create = created
+	return eventsErr, nil
+}
+
+// recordOutcome emits the Event and metric of a finished Job once, and keeps
+// the failure reason on the Job so that it survives its Pods.
+func (r *ScannerReconciler) recordOutcome(ctx context.Context, s *crowsnestv1alpha1.Scanner, j *scanJob) error {
+	if j.result.phase == jobActive || j.job.Annotations[scanjob.AnnotationOutcome] != "" {
+		return nil
+	}
+	set := map[string]string{}
+	if j.result.phase == jobSucceeded {
+		set[scanjob.AnnotationOutcome] = string(eventsv1.OutcomeSucceeded)
+		r.Recorder.Eventf(s, j.job, corev1.EventTypeNormal, EventScanSucceeded, "Scan", "scanned %s (attempt %d)", j.image, j.attempt)
+		scansFinished.WithLabelValues(string(eventsv1.OutcomeSucceeded), "").Inc()
+	} else {
+		set[scanjob.AnnotationOutcome] = string(eventsv1.OutcomeFailed)
+		set[scanjob.AnnotationFailure] = j.result.reason + ": " + clip(j.result.message, 512)
+		r.Recorder.Eventf(s, j.job, corev1.EventTypeWarning, EventScanFailed, "Scan", "scan of %s failed (attempt %d): %s: %s", j.image, j.attempt, j.result.reason, clip(j.result.message, 256))
+		scansFinished.WithLabelValues(string(eventsv1.OutcomeFailed), j.result.reason).Inc()
+	}
+	log.FromContext(ctx).Info("scan finished", "job", j.job.Name, "digest", j.digest, "outcome", set[scanjob.AnnotationOutcome], "reason", j.result.reason)
+	return r.annotate(ctx, j.job, set)
+}
+
+// publishPending publishes image.needed, then job.done once the outcome is
+// recorded, each at most once per Job (the Job's annotation says what was
+// delivered; the Job UID makes the ids stable across operator restarts).
+func (r *ScannerReconciler) publishPending(ctx context.Context, s *crowsnestv1alpha1.Scanner, j *scanJob, obs observation) error {
+	if !r.Publisher.Enabled() {
+		return nil
+	}
+	state := j.job.Annotations[scanjob.AnnotationPublished]
+	if state == "" {
+		var pods []string
+		if t := obs.inventory.Targets[j.digest]; t != nil {
+			pods = t.Pods
+		}
+		payload := eventsv1.ImageNeeded{Digest: j.digest, Image: j.image, Namespace: s.Namespace, Scanner: s.Name,
+			Job: j.job.Name, Pods: pods, Reason: eventsv1.NeedReason(j.reason), Attempt: j.attempt}
+		if err := r.publish(ctx, eventsv1.TypeImageNeeded, j, j.job.CreationTimestamp.Time, payload); err != nil {
+			return err
+		}
+		if err := r.annotate(ctx, j.job, map[string]string{scanjob.AnnotationPublished: publishedNeeded}); err != nil {
+			return err
+		}
+		state = publishedNeeded
+	}
+	if state != publishedNeeded || j.job.Annotations[scanjob.AnnotationOutcome] == "" {
+		return nil
+	}
+	payload := eventsv1.JobDone{Digest: j.digest, Image: j.image, Namespace: s.Namespace, Scanner: s.Name, Job: j.job.Name,
+		Outcome: eventsv1.Outcome(j.job.Annotations[scanjob.AnnotationOutcome]), Attempt: j.attempt,
+		DurationSeconds: j.result.finishedAt.Sub(startTime(j.job)).Seconds()}
+	if payload.Outcome == eventsv1.OutcomeFailed {
+		payload.Reason, payload.Message = j.result.reason, clip(j.result.message, 512)
+	}
+	if err := r.publish(ctx, eventsv1.TypeJobDone, j, j.result.finishedAt, payload); err != nil {
+		return err
+	}
+	return r.annotate(ctx, j.job, map[string]string{scanjob.AnnotationPublished: publishedDone})
+}
+
+func (r *ScannerReconciler) publish(ctx context.Context, typ string, j *scanJob, at time.Time, payload any) error {
+	subject, _ := eventsv1.SubjectFor(typ)
+	ev, err := eventsv1.New(eventsv1.SourceOperator, typ, eventsv1.ID(typ, string(j.job.UID)), j.digest, at.UTC(), payload)
+	if err != nil {
+		return err
+	}
+	if err := r.Publisher.Publish(ctx, ev); err != nil {
+		eventsFailed.WithLabelValues(subject).Inc()
+		return err
+	}
+	eventsPublished.WithLabelValues(subject).Inc()
+	return nil
+}
+
+func startTime(job *batchv1.Job) time.Time {
+	if job.Status.StartTime != nil {
+		return job.Status.StartTime.Time
+	}
+	return job.CreationTimestamp.Time
+}
+
+func (r *ScannerReconciler) annotate(ctx context.Context, job *batchv1.Job, set map[string]string) error {
+	before := job.DeepCopy()
+	if job.Annotations == nil {
+		job.Annotations = map[string]string{}
+	}
+	for k, v := range set {
+		job.Annotations[k] = v
+	}
+	if err := r.Patch(ctx, job, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("annotate scan job %s: %w", job.Name, client.IgnoreNotFound(err))
+	}
+	return nil
+}
+
+func (r *ScannerReconciler) deleteJob(ctx context.Context, j *scanJob) error {
+	err := r.Delete(ctx, j.job, client.PropagationPolicy("Background"), client.Preconditions{UID: &j.job.UID})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete scan job %s: %w", j.job.Name, err)
+	}
+	return nil
+}
+
+// createJob creates the Job for req, first deleting the failed Job it
+// replaces. It returns nil when the name is still taken (the old Job is
+// being deleted); the next reconcile tries again.
+func (r *ScannerReconciler) createJob(ctx context.Context, s *crowsnestv1alpha1.Scanner, req scanRequest) (*batchv1.Job, error) {
+	if req.replace != nil {
+		if r.Publisher.Enabled() && req.replace.job.Annotations[scanjob.AnnotationPublished] != publishedDone {
+			log.FromContext(ctx).Info("retrying before job.done was delivered; that event is dropped", "job", req.replace.job.Name, "digest", req.digest)
+		}
+		if err := r.deleteJob(ctx, req.replace); err != nil {
+			return nil, err
+		}
+	}
+	job := scanjob.Build(scanjob.Params{
+		Scanner: s, Digest: req.digest, Image: req.target.Image.Ref(), PullSecrets: req.target.PullSecrets,
+		Attempt: req.attempt, Reason: string(req.reason),
+		GrypeImage: r.Options.GrypeImage, UploaderImage: r.Options.UploaderImage, APIURL: r.Options.UploaderAPIURL,
+		ServiceAccount: r.Options.ServiceAccount, TTL: r.Options.JobTTL,
+	})
+	if err := r.Create(ctx, job); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil, nil
+		}
+		if errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("create scan job %s for %s: %w", job.Name, req.digest, err)
+	}
+	jobsCreated.Inc()
+	r.Recorder.Eventf(s, job, corev1.EventTypeNormal, EventJobCreated, "Scan", "created Job %s to scan %s (%s, attempt %d)", job.Name, req.target.Image.Ref(), req.reason, req.attempt)
+	log.FromContext(ctx).Info("scan job created", "job", job.Name, "digest", req.digest, "image", req.target.Image.Ref(), "reason", req.reason)
+	return job, nil
+}

@@ -1,0 +1,171 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/resultsclient"
+	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+)
+
+// BenchmarkOperatorScale measures the operator against CROWSNEST_BENCH_PODS
+// Pods (default 10,000; 2 containers each, 500 distinct digests, all with
+// reports in a real results-api) on envtest: heap, the cost of one full
+// reconcile, lookup requests per reconcile, reconciles and timed requeues
+// while idle, and Pod-status-to-Job latency with all those Pods present.
+// The setup runs once; b.Loop repeats only the reconcile (make bench-operator
+// uses -benchtime 20x).
+func BenchmarkOperatorScale(b *testing.B) {
+	pods := 10000
+	if v, err := strconv.Atoi(os.Getenv("CROWSNEST_BENCH_PODS")); err == nil && v > 0 {
+		pods = v
+	}
+	const digests = 500
+	ctx := context.Background()
+	ns := newNamespace(b)
+	api := apitest.Start(b)
+	start := time.Now()
+	parallel(digests, 8, func(i int) { putReport(b, api, testDigest(1000+i)) })
+	b.Logf("uploaded %d reports in %v", digests, time.Since(start).Round(time.Millisecond))
+
+	start = time.Now()
+	parallel(pods, 16, func(i int) {
+		runPod(b, ns, fmt.Sprintf("app-%05d", i), nil, "ghcr.io/bench/a@"+testDigest(1000+i%250), "ghcr.io/bench/b@"+testDigest(1250+i%250))
+	})
+	b.Logf("created and started %d pods in %v", pods, time.Since(start).Round(time.Millisecond))
+	newScanner(b, ns, func(s *crowsnestv1alpha1.ScannerSpec) { s.MaxConcurrentScans = 50 })
+
+	heapBefore := heapMiB()
+	start = time.Now()
+	op := startOperator(b, ns, api.URL, "", testOptions())
+	eventually(b, 5*time.Minute, "all digests scanned", func() error {
+		st := getScanner(b, ns).Status
+		if st.Images != digests || st.Scanned != digests {
+			return fmt.Errorf("status %+v", st)
+		}
+		return nil
+	})
+	b.Logf("operator synced %d pods in %v", pods, time.Since(start).Round(time.Millisecond))
+	heap := heapMiB() - heapBefore
+
+	// Idle: nothing changes, so nothing should run.
+	reconcilesBefore, requeuesBefore := counterSum(b, "controller_runtime_reconcile_total"), counterSum(b, "crowsnest_operator_timed_requeues_total")
+	time.Sleep(10 * time.Second)
+	idleReconciles := counterSum(b, "controller_runtime_reconcile_total") - reconcilesBefore
+	idleRequeues := counterSum(b, "crowsnest_operator_timed_requeues_total") - requeuesBefore
+
+	// One full reconcile over all Pods, with the lookup cache off so that
+	// every reconcile asks results-api (the worst case).
+	uncached, err := resultsclient.New(resultsclient.Options{BaseURL: api.URL})
+	if err != nil {
+		b.Fatal(err)
+	}
+	op.reconciler.Lookup = uncached
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "default"}}
+	n := 0
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := op.reconciler.Reconcile(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	b.StopTimer()
+	perReconcile := float64(uncached.Requests()) / float64(n)
+
+	// The usual case: the answer is cached (--lookup-cache-ttl).
+	cached, err := resultsclient.New(resultsclient.Options{BaseURL: api.URL, CacheTTL: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	op.reconciler.Lookup = cached
+	const rounds = 20
+	start = time.Now()
+	for range rounds {
+		if _, err := op.reconciler.Reconcile(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cachedMs := float64(time.Since(start).Microseconds()) / rounds / 1000
+	op.reconciler.Lookup = op.lookups
+
+	lat := podToJobLatency(b, ns, 50)
+	b.ReportMetric(cachedMs, "reconcile-cached-ms")
+	b.ReportMetric(heap, "heap-MiB")
+	b.ReportMetric(perReconcile, "lookups/reconcile")
+	b.ReportMetric(idleReconciles, "idle-reconciles/10s")
+	b.ReportMetric(idleRequeues, "idle-timed-requeues/10s")
+	b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "pod-to-job-p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Milliseconds()), "pod-to-job-p99-ms")
+	b.ReportMetric(float64(pods), "pods")
+}
+
+// podToJobLatency starts n Pods with new, unscanned digests, one at a time,
+// and measures from the status update that gives the Pod its imageID to the
+// API server announcing the scan Job on a watch.
+func podToJobLatency(b *testing.B, ns string, n int) []time.Duration {
+	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := wc.Watch(context.Background(), &batchv1.JobList{}, client.InNamespace(ns))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	var out []time.Duration
+	for i := range n {
+		runPod(b, ns, fmt.Sprintf("new-%03d", i), nil, "ghcr.io/bench/new@"+testDigest(90000+i))
+		t0 := time.Now()
+		select {
+		case ev := <-w.ResultChan():
+			if ev.Type != watch.Added {
+				b.Fatalf("unexpected job event %s", ev.Type)
+			}
+			out = append(out, time.Since(t0))
+		case <-time.After(30 * time.Second):
+			b.Fatalf("no job for pod %d within 30s", i)
+		}
+	}
+	sort.Slice(out, func(a, c int) bool { return out[a] < out[c] })
+	return out
+}
+
+func parallel(n, workers int, fn func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				fn(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+func heapMiB() float64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.HeapAlloc) / (1 << 20)
+}

@@ -1,0 +1,46 @@
+package controller
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Metrics, registered with controller-runtime's registry so they are served
+// next to its own on the manager's metrics endpoint.
+var (
+	digestsSeen = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "crowsnest_operator_digests_seen", Help: "Distinct image digests running in a Scanner's namespace.",
+	}, []string{"namespace", "scanner"})
+	scansQueued = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "crowsnest_operator_scans_queued", Help: "Digests waiting for a scan Job.",
+	}, []string{"namespace", "scanner"})
+	scansActive = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "crowsnest_operator_scans_active", Help: "Scan Jobs running.",
+	}, []string{"namespace", "scanner"})
+	jobsCreated = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "crowsnest_operator_jobs_created_total", Help: "Scan Jobs created.",
+	})
+	scansFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "crowsnest_operator_scans_finished_total", Help: "Scan Jobs finished, by outcome and failure reason.",
+	}, []string{"outcome", "reason"})
+	// LookupDuration observes results-api batch lookups; main wires it into
+	// the results client.
+	LookupDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "crowsnest_operator_lookup_duration_seconds", Help: "Duration of results-api batch lookups.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 8),
+	}, []string{"result"})
+	eventsPublished = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "crowsnest_operator_events_published_total", Help: "Events acknowledged by JetStream.",
+	}, []string{"subject"})
+	eventsFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "crowsnest_operator_events_failed_total", Help: "Event publishes that failed (retried later).",
+	}, []string{"subject"})
+	timedRequeues = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "crowsnest_operator_timed_requeues_total", Help: "Reconciles that asked to run again after a delay, by why.",
+	}, []string{"why"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(digestsSeen, scansQueued, scansActive, jobsCreated, scansFinished,
+		LookupDuration, eventsPublished, eventsFailed, timedRequeues)
+}

@@ -1,0 +1,186 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/crowsnest-dev/crowsnest/hack/testsupport/kubetest"
+	"github.com/crowsnest-dev/crowsnest/hack/testsupport/pgtest"
+	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/publish"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/resultsclient"
+)
+
+// The controller tests run on a real kube-apiserver and etcd (envtest), a
+// REAL results-api (apitest: its router and store on Postgres) and an
+// embedded JetStream server. envtest has no kubelet and no Job controller,
+// so the tests play them: they set Pod status imageIDs through the status
+// subresource and mark Jobs complete or failed.
+
+var (
+	restConfig *rest.Config
+	scheme     = runtime.NewScheme()
+	k8s        client.Client
+	nsCounter  atomic.Int64
+)
+
+func TestMain(m *testing.M) {
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	if err := crowsnestv1alpha1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	if os.Getenv("CROWSNEST_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+	cfg, stop, err := kubetest.Start(kubetest.WithCRDs(filepath.Join("..", "..", "config", "crd", "bases")))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	restConfig = cfg
+	restConfig.QPS, restConfig.Burst = 500, 1000
+	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := pgtest.Main(m)
+	if err := stop(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		fmt.Fprintln(os.Stderr, "stop control plane:", err)
+	}
+	os.Exit(code)
+}
+
+// testOptions are short waits so tests see retries within seconds.
+func testOptions() Options {
+	return Options{
+		GrypeImage: "anchore/grype:v0.121.2", UploaderImage: "ghcr.io/crowsnest-dev/uploader:test", UploaderAPIURL: "http://results-api:8080",
+		JobTTL: 2 * time.Hour, RetryBase: 2 * time.Second, RetryMax: 10 * time.Second,
+		LookupRetry: 200 * time.Millisecond, PublishRetry: 300 * time.Millisecond,
+	}
+}
+
+// operator is a running manager with the Scanner controller, watching one
+// namespace, as cmd/main.go wires it.
+type operator struct {
+	reconciler *ScannerReconciler
+	cancel     context.CancelFunc
+	done       chan error
+	lookups    *resultsclient.Client
+}
+
+func startOperator(t testing.TB, ns, apiURL, natsURL string, opts Options) *operator {
+	t.Helper()
+	cacheOpts := CacheOptions()
+	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme: scheme, Cache: cacheOpts,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookups, err := resultsclient.New(resultsclient.Options{BaseURL: apiURL, CacheTTL: 500 * time.Millisecond, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pub publish.Publisher = publish.Disabled{}
+	if natsURL != "" {
+		js, err := publish.Connect(natsURL, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(js.Close)
+		pub = js
+	}
+	r := &ScannerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("crowsnest-operator"),
+		Lookup: lookups, Publisher: pub, Options: opts}
+	if err := r.SetupWithManager(mgr, 2); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	op := &operator{reconciler: r, cancel: cancel, done: make(chan error, 1), lookups: lookups}
+	go func() { op.done <- mgr.Start(ctx) }()
+	t.Cleanup(op.stop)
+	return op
+}
+
+func (o *operator) stop() {
+	o.cancel()
+	select {
+	case err := <-o.done:
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "operator stopped with:", err)
+		}
+		o.done <- err // a second stop returns at once
+	case <-time.After(30 * time.Second):
+		fmt.Fprintln(os.Stderr, "operator did not stop within 30s")
+	}
+}
+
+// newNamespace creates a fresh namespace for one test.
+func newNamespace(t testing.TB) string {
+	t.Helper()
+	ns := fmt.Sprintf("t%d-%d", time.Now().UnixNano()%100000, nsCounter.Add(1))
+	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// eventually polls fn until it returns nil or the deadline passes.
+func eventually(t testing.TB, timeout time.Duration, what string, fn func() error) {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(timeout)
+	for {
+		err := fn()
+		if err == nil {
+			if d := time.Since(start); d > time.Second {
+				t.Logf("%s: took %v", what, d.Round(time.Millisecond))
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true after %v: %v", what, timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// consistently checks that fn keeps returning nil for d.
+func consistently(t testing.TB, d time.Duration, what string, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if err := fn(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

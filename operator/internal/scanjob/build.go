@@ -1,0 +1,208 @@
+package scanjob
+
+import (
+	"strconv"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
+)
+
+// Paths inside the scan Pod.
+const (
+	ScanDir      = "/scan"
+	BOMFile      = ScanDir + "/bom.json"
+	TokenDir     = "/var/run/secrets/crowsnest/token"
+	TokenFile    = TokenDir + "/token"
+	DBCacheDir   = "/var/cache/grype/db"
+	RegistryDir  = "/var/run/secrets/crowsnest/registry"
+	tmpDir       = "/tmp"
+	tokenSeconds = 3600
+	runAsUser    = 65532
+)
+
+// Params is everything one scan Job depends on.
+type Params struct {
+	Scanner        *crowsnestv1alpha1.Scanner
+	Digest         string   // sha256:<hex>
+	Image          string   // repository@sha256:<hex>
+	PullSecrets    []string // the scanned Pods' imagePullSecrets
+	Attempt        int
+	Reason         string // new, rescan or retry
+	GrypeImage     string // operator default; spec.grypeImage wins
+	UploaderImage  string
+	APIURL         string
+	ServiceAccount string        // empty: the namespace's default
+	TTL            time.Duration // ttlSecondsAfterFinished
+	// DBCache is where Grype keeps its vulnerability DB. An emptyDir today;
+	// a shared, pre-populated volume can replace it without touching the rest.
+	DBCache corev1.VolumeSource
+}
+
+// DefaultDBCache is an emptyDir bounded to 2 GiB.
+func DefaultDBCache() corev1.VolumeSource {
+	return corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("2Gi"))}}
+}
+
+// Build renders the scan Job. It is pure: the same Params give the same Job.
+func Build(p Params) *batchv1.Job {
+	s := p.Scanner
+	labels := SelectorLabels(s.Name)
+	labels[LabelName] = AppName
+	labels[LabelDigestHash] = DigestHash(p.Digest)
+	grype := p.GrypeImage
+	if s.Spec.GrypeImage != "" {
+		grype = s.Spec.GrypeImage
+	}
+	if grype == "" {
+		grype = DefaultGrypeImage
+	}
+	dbCache := p.DBCache
+	if dbCache == (corev1.VolumeSource{}) {
+		dbCache = DefaultDBCache()
+	}
+	job := &batchv1.Job{
+		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      JobName(s.Name, p.Digest),
+			Namespace: s.Namespace,
+			Labels:    labels,
+			Annotations: map[string]string{
+				AnnotationDigest:  p.Digest,
+				AnnotationImage:   p.Image,
+				AnnotationAttempt: strconv.Itoa(max(p.Attempt, 1)),
+				AnnotationReason:  p.Reason,
+			},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion:         crowsnestv1alpha1.GroupVersion.String(),
+				Kind:               "Scanner",
+				Name:               s.Name,
+				UID:                s.UID,
+				Controller:         ptr.To(true),
+				BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:            ptr.To[int32](0), // the operator retries, with its own backoff
+			ActiveDeadlineSeconds:   ptr.To(int64(s.Spec.EffectiveScanTimeout().Seconds())),
+			TTLSecondsAfterFinished: ptr.To(int32(p.TTL.Seconds())),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                corev1.RestartPolicyNever,
+					ServiceAccountName:           p.ServiceAccount,
+					AutomountServiceAccountToken: ptr.To(false),
+					EnableServiceLinks:           ptr.To(false),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						RunAsUser:      ptr.To[int64](runAsUser),
+						RunAsGroup:     ptr.To[int64](runAsUser),
+						FSGroup:        ptr.To[int64](runAsUser),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					InitContainers: []corev1.Container{grypeContainer(grype, p, s.Spec.Resources)},
+					Containers:     []corev1.Container{uploaderContainer(p)},
+					Volumes:        volumes(p, dbCache),
+				},
+			},
+		},
+	}
+	return job
+}
+
+func grypeContainer(image string, p Params, res corev1.ResourceRequirements) corev1.Container {
+	env := []corev1.EnvVar{
+		{Name: "GRYPE_CHECK_FOR_APP_UPDATE", Value: "false"},
+		{Name: "GRYPE_DB_CACHE_DIR", Value: DBCacheDir},
+		{Name: "TMPDIR", Value: tmpDir},
+		{Name: "HOME", Value: tmpDir},
+		{Name: "XDG_CACHE_HOME", Value: tmpDir + "/.cache"},
+	}
+	mounts := []corev1.VolumeMount{
+		{Name: "scan", MountPath: ScanDir},
+		{Name: "grype-db", MountPath: DBCacheDir},
+		{Name: "tmp", MountPath: tmpDir},
+	}
+	if len(p.PullSecrets) > 0 {
+		env = append(env, corev1.EnvVar{Name: "DOCKER_CONFIG", Value: RegistryDir})
+		mounts = append(mounts, corev1.VolumeMount{Name: "registry-auth", MountPath: RegistryDir, ReadOnly: true})
+	}
+	return corev1.Container{
+		Name:  "grype",
+		Image: image,
+		// "registry:" makes Grype pull by digest itself; no container runtime.
+		Args:                     []string{"registry:" + p.Image, "--output", "cyclonedx-json=" + BOMFile},
+		Env:                      env,
+		Resources:                res,
+		VolumeMounts:             mounts,
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		ImagePullPolicy:          corev1.PullIfNotPresent,
+		SecurityContext:          restricted(),
+	}
+}
+
+func uploaderContainer(p Params) corev1.Container {
+	return corev1.Container{
+		Name:  "uploader",
+		Image: p.UploaderImage,
+		Args: []string{
+			"--api-url=" + p.APIURL,
+			"--digest=" + p.Digest,
+			"--image=" + p.Image,
+			"--bom-file=" + BOMFile,
+			"--token-file=" + TokenFile,
+		},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "scan", MountPath: ScanDir, ReadOnly: true},
+			{Name: "token", MountPath: TokenDir, ReadOnly: true},
+		},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		ImagePullPolicy:          corev1.PullIfNotPresent,
+		SecurityContext:          restricted(),
+	}
+}
+
+func volumes(p Params, dbCache corev1.VolumeSource) []corev1.Volume {
+	vols := []corev1.Volume{
+		{Name: "scan", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("512Mi"))}}},
+		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("4Gi"))}}},
+		{Name: "grype-db", VolumeSource: dbCache},
+		{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+				Audience: TokenAudience, ExpirationSeconds: ptr.To[int64](tokenSeconds), Path: "token",
+			}}},
+		}}},
+	}
+	if len(p.PullSecrets) > 0 {
+		// Grype reads $DOCKER_CONFIG/config.json. One docker config file can
+		// come from one Secret, so the first of the Pods' pull secrets (sorted)
+		// is used; optional so a missing Secret fails the pull, not the mount.
+		vols = append(vols, corev1.Volume{Name: "registry-auth", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{
+				LocalObjectReference: corev1.LocalObjectReference{Name: p.PullSecrets[0]},
+				Items:                []corev1.KeyToPath{{Key: corev1.DockerConfigJsonKey, Path: "config.json"}},
+				Optional:             ptr.To(true),
+			}}},
+		}}})
+	}
+	return vols
+}
+
+func restricted() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		RunAsNonRoot:             ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}

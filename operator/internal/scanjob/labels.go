@@ -1,0 +1,58 @@
+package scanjob
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// Labels and annotations on scan Jobs (and their Pods).
+const (
+	LabelManagedBy  = "app.kubernetes.io/managed-by"
+	ManagedBy       = "crowsnest-operator"
+	LabelName       = "app.kubernetes.io/name"
+	AppName         = "crowsnest-scan"
+	LabelScanner    = "crowsnest.dev/scanner"
+	LabelDigestHash = "crowsnest.dev/digest-hash"
+
+	AnnotationDigest    = "crowsnest.dev/digest"
+	AnnotationImage     = "crowsnest.dev/image"
+	AnnotationAttempt   = "crowsnest.dev/attempt"
+	AnnotationReason    = "crowsnest.dev/reason"
+	AnnotationOutcome   = "crowsnest.dev/outcome"   // set once the outcome is recorded
+	AnnotationPublished = "crowsnest.dev/published" // "needed" or "done": events delivered
+	AnnotationFailure   = "crowsnest.dev/failure"   // "<reason>: <message>" of a failed Job
+)
+
+// DefaultGrypeImage is the pinned Grype release (DB schema v6).
+const DefaultGrypeImage = "anchore/grype:v0.121.2"
+
+// TokenAudience is the audience of the projected token the uploader presents.
+const TokenAudience = "crowsnest-results-api"
+
+// JobName derives the Job's name from the Scanner and the digest: at most 63
+// characters, a valid DNS label, the same for the same inputs, so creating
+// the Job twice is a no-op.
+func JobName(scanner, digest string) string {
+	sum := sha256.Sum256([]byte(scanner + "\x00" + digest))
+	prefix := strings.Trim(strings.ReplaceAll(scanner, ".", "-"), "-")
+	if len(prefix) > 40 {
+		prefix = strings.TrimRight(prefix[:40], "-")
+	}
+	return prefix + "-scan-" + hex.EncodeToString(sum[:8])
+}
+
+// DigestHash is the label value identifying a digest: its first 32 hex
+// characters (a label value holds at most 63).
+func DigestHash(digest string) string {
+	h := strings.TrimPrefix(digest, "sha256:")
+	if len(h) > 32 {
+		h = h[:32]
+	}
+	return h
+}
+
+// SelectorLabels select every Job of one Scanner.
+func SelectorLabels(scanner string) map[string]string {
+	return map[string]string{LabelManagedBy: ManagedBy, LabelScanner: scanner}
+}

@@ -1,0 +1,8 @@
+// Package bench holds the results API's Go benchmarks (in _test.go files):
+// ingest through the real HTTP handler on a real Postgres, batch lookup,
+// list and vulnerability queries on seeded databases, and WebSocket
+// fan-out to 1,000 real clients over loopback. Run them with
+// `make bench-results-api`; the numbers are recorded in docs/benchmarks.md.
+// Benchmarks report p99 latencies and throughput with b.ReportMetric; no
+// test asserts a timing.
+package bench

@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/bomtest"
+)
+
+// largeFixture is real Grype output written by `make fixtures`.
+var largeFixture = filepath.Join("..", "testdata", "grype", "large.cdx.json")
+
+// BenchmarkIngest PUTs distinct reports through the real HTTP handler into
+// a real Postgres, gzip-compressed as the uploader sends them, with 1 and 4
+// concurrent writers. The 1 MB and 5 MB BOMs are CONSTRUCTED CycloneDX
+// (bomtest.Sized, Grype-shaped, ~560 bytes per finding). When the Grype
+// large fixture exists (Grype's own output format, ~1,850 bytes per
+// finding) it runs too, whole and cut to its first vulnerabilities so that
+// it is about 1 MB.
+func BenchmarkIngest(b *testing.B) {
+	type bom struct {
+		name string
+		raw  []byte
+	}
+	boms := []bom{
+		{"constructed-1MB", bomtest.Sized(1, 1<<20)},
+		{"constructed-5MB", bomtest.Sized(5, 5<<20)},
+	}
+	if raw, err := os.ReadFile(largeFixture); err == nil {
+		boms = append(boms, bom{"grype-large", raw}, bom{"grype-large-cut-1MB", cutBOM(b, raw, 1<<20)})
+	}
+	srv := apitest.Start(b)
+	var seq atomic.Int64
+	for _, bm := range boms {
+		body := gzipped(bm.raw)
+		for _, writers := range []int{1, 4} {
+			b.Run(fmt.Sprintf("%s/writers=%d", bm.name, writers), func(b *testing.B) {
+				b.SetBytes(int64(len(bm.raw)))
+				ingest(b, srv, body, writers, &seq)
+				b.ReportMetric(float64(countVulns(b, bm.raw)), "findings/report")
+			})
+		}
+	}
+}
+
+func ingest(b *testing.B, srv *apitest.Server, body []byte, writers int, seq *atomic.Int64) {
+	c := httpClient(writers)
+	lat := make([]time.Duration, b.N)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for range writers {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(b.N) {
+					return
+				}
+				d := bomtest.Digest(1_000_000 + int(seq.Add(1)))
+				req, _ := http.NewRequest(http.MethodPut,
+					srv.URL+"/api/v1/reports/"+d+"?image=registry.example/bench@"+d, bytes.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+srv.Token)
+				req.Header.Set("Content-Type", "application/vnd.cyclonedx+json")
+				req.Header.Set("Content-Encoding", "gzip")
+				t0 := time.Now()
+				if _, err := do(c, req, http.StatusCreated); err != nil {
+					b.Error(err)
+					return
+				}
+				lat[i] = time.Since(t0)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "reports/s")
+	b.ReportMetric(ms(p99(lat)), "p99-ms")
+}
+
+// cutBOM keeps the first vulnerabilities of a CycloneDX document, and only
+// the components they affect, so that it re-encodes (indented, as Grype
+// writes) to about size bytes.
+func cutBOM(b *testing.B, raw []byte, size int) []byte {
+	var doc map[string]json.RawMessage
+	var vulns, comps []json.RawMessage
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		b.Fatal(err)
+	}
+	if json.Unmarshal(doc["vulnerabilities"], &vulns) != nil || json.Unmarshal(doc["components"], &comps) != nil {
+		b.Fatal("large fixture: no vulnerabilities or components")
+	}
+	refOf := func(c json.RawMessage) string {
+		var v struct {
+			Ref string `json:"bom-ref"`
+		}
+		_ = json.Unmarshal(c, &v)
+		return v.Ref
+	}
+	affects := func(v json.RawMessage) []string {
+		var x struct{ Affects []struct{ Ref string } }
+		_ = json.Unmarshal(v, &x)
+		var out []string
+		for _, a := range x.Affects {
+			out = append(out, a.Ref)
+		}
+		return out
+	}
+	n := 1
+	for {
+		keep := map[string]bool{}
+		for _, v := range vulns[:n] {
+			for _, r := range affects(v) {
+				keep[r] = true
+			}
+		}
+		var cs []json.RawMessage
+		for _, c := range comps {
+			if keep[refOf(c)] {
+				cs = append(cs, c)
+			}
+		}
+		doc["vulnerabilities"], _ = json.Marshal(vulns[:n])
+		doc["components"], _ = json.Marshal(cs)
+		out, err := json.MarshalIndent(doc, "", " ")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(out) >= size || n == len(vulns) {
+			return out
+		}
+		n = min(n+n/16+1, len(vulns))
+	}
+}
+
+// countVulns counts vulnerabilities[] entries: Grype writes one per
+// finding (id × affected component).
+func countVulns(b *testing.B, raw []byte) int {
+	var doc struct{ Vulnerabilities []json.RawMessage }
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		b.Fatal(err)
+	}
+	return len(doc.Vulnerabilities)
+}

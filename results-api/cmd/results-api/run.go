@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/ingest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/service"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/ui"
+)
+
+// options are the binary's flags; each has a CROWSNEST_* environment default.
+type options struct {
+	listen, databaseURL, databaseURLFile, natsURL string
+	writeToken, writeTokenFile, uiDir, logLevel   string
+	origins, authMode, audience, allowedSAs       string
+	kubeconfig                                    string
+	maxBOMBytes                                   int64
+	shutdownTimeout                               time.Duration
+}
+
+// bindFlags registers every flag on fs with its CROWSNEST_* default from getenv.
+func bindFlags(fs *flag.FlagSet, o *options, getenv func(string) string) {
+	env := func(k, def string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	fs.StringVar(&o.listen, "listen", env("CROWSNEST_LISTEN", ":8080"), "address to serve HTTP on (env CROWSNEST_LISTEN)")
+	fs.StringVar(&o.databaseURL, "database-url", "", "Postgres URL, postgres://user:pass@host/db (env CROWSNEST_DATABASE_URL; a secret, never logged)")
+	fs.StringVar(&o.databaseURLFile, "database-url-file", env("CROWSNEST_DATABASE_URL_FILE", ""), "file holding the Postgres URL (env CROWSNEST_DATABASE_URL_FILE)")
+	fs.StringVar(&o.natsURL, "nats-url", env("CROWSNEST_NATS_URL", ""), "NATS URL; empty turns events off (env CROWSNEST_NATS_URL)")
+	fs.StringVar(&o.writeTokenFile, "write-token-file", env("CROWSNEST_WRITE_TOKEN_FILE", ""), "file holding the bearer token allowed to PUT and DELETE (env CROWSNEST_WRITE_TOKEN_FILE; or the token itself in CROWSNEST_WRITE_TOKEN). Without one, writes are refused")
+	fs.Int64Var(&o.maxBOMBytes, "max-bom-bytes", envInt(env("CROWSNEST_MAX_BOM_BYTES", ""), ingest.DefaultMaxBytes), "largest accepted BOM, decompressed (env CROWSNEST_MAX_BOM_BYTES)")
+	fs.StringVar(&o.uiDir, "ui-dir", env("CROWSNEST_UI_DIR", ""), "serve the web UI from this directory instead of the embedded build (env CROWSNEST_UI_DIR)")
+	fs.StringVar(&o.origins, "allowed-origins", env("CROWSNEST_ALLOWED_ORIGINS", ""), "comma-separated extra Origin host patterns allowed on the WebSocket; same host is always allowed (env CROWSNEST_ALLOWED_ORIGINS)")
+	fs.StringVar(&o.logLevel, "log-level", env("CROWSNEST_LOG_LEVEL", "info"), "debug, info, warn or error (env CROWSNEST_LOG_LEVEL)")
+	fs.StringVar(&o.authMode, "auth-mode", env("CROWSNEST_AUTH_MODE", "static"), "how write tokens are checked: static (the write token) or tokenreview (Kubernetes service-account tokens via TokenReview) (env CROWSNEST_AUTH_MODE)")
+	fs.StringVar(&o.audience, "token-audience", env("CROWSNEST_TOKEN_AUDIENCE", authn.DefaultAudience), "audience service-account tokens must carry in tokenreview mode (env CROWSNEST_TOKEN_AUDIENCE)")
+	fs.StringVar(&o.allowedSAs, "allowed-service-accounts", env("CROWSNEST_ALLOWED_SERVICE_ACCOUNTS", ""), "comma-separated namespace/name (or namespace/*) service accounts allowed to write in tokenreview mode (env CROWSNEST_ALLOWED_SERVICE_ACCOUNTS)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", env("CROWSNEST_KUBECONFIG", ""), "kubeconfig for TokenReview; empty uses the in-cluster config (env CROWSNEST_KUBECONFIG)")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", envDuration(env("CROWSNEST_SHUTDOWN_TIMEOUT", ""), 20*time.Second), "time to finish requests on SIGTERM (env CROWSNEST_SHUTDOWN_TIMEOUT)")
+}
+
+func parseFlags(args []string, getenv func(string) string, out io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("results-api", flag.ContinueOnError)
+	fs.SetOutput(out)
+	bindFlags(fs, o, getenv)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	var err error
+	if o.databaseURL == "" {
+		o.databaseURL = getenv("CROWSNEST_DATABASE_URL")
+	}
+	if o.databaseURL == "" && o.databaseURLFile != "" {
+		if o.databaseURL, err = readSecret(o.databaseURLFile); err != nil {
+			return nil, err
+		}
+	}
+	if o.databaseURL == "" {
+		return nil, errors.New("no database: set --database-url, CROWSNEST_DATABASE_URL or --database-url-file")
+	}
+	o.writeToken = getenv("CROWSNEST_WRITE_TOKEN")
+	if o.writeTokenFile != "" {
+		if o.writeToken, err = readSecret(o.writeTokenFile); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+func envInt(v string, def int64) int64 {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+func envDuration(v string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return d
+	}
+	return def
+}
+
+func readSecret(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read secret file: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// run starts the API and serves until ctx is cancelled, then shuts down
+// gracefully.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	o, err := parseFlags(args, getenv, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: lvl}))
+	slog.SetDefault(log)
+
+	uiFS := ui.Embedded()
+	if o.uiDir != "" {
+		uiFS = ui.Dir(o.uiDir)
+	}
+	var origins []string
+	for _, p := range strings.Split(o.origins, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			origins = append(origins, p)
+		}
+	}
+	cfg := service.Config{DatabaseURL: o.databaseURL, NATSURL: o.natsURL, WriteToken: o.writeToken,
+		MaxBOMBytes: o.maxBOMBytes, OriginPatterns: origins, UI: ui.Handler(uiFS), Logger: log}
+	switch o.authMode {
+	case "static":
+		if o.writeToken == "" {
+			log.Warn("no write token configured: PUT and DELETE will be refused")
+		}
+	case "tokenreview":
+		if cfg.Auth, err = tokenReviewer(o); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--auth-mode %q: want static or tokenreview", o.authMode)
+	}
+	svc, err := service.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: svc.Handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("serving", "addr", ln.Addr().String(), "events", o.natsURL != "", "max_bom_bytes", o.maxBOMBytes)
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	defer cancel()
+	svc.Hub.Close() // WebSockets are hijacked: Shutdown does not wait for them
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// tokenReviewer builds the TokenReview authenticator from the kubeconfig
+// flag or the in-cluster configuration.
+func tokenReviewer(o *options) (*authn.TokenReviewer, error) {
+	var allowed []string
+	for _, a := range strings.Split(o.allowedSAs, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			allowed = append(allowed, a)
+		}
+	}
+	if len(allowed) == 0 {
+		return nil, errors.New("--auth-mode=tokenreview needs --allowed-service-accounts")
+	}
+	var cfg *rest.Config
+	var err error
+	if o.kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes config for tokenreview: %w", err)
+	}
+	return authn.New(cfg, authn.Options{Audience: o.audience, Allowed: allowed})
+}

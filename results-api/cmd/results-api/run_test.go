@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crowsnest-dev/crowsnest/hack/testsupport/pgtest"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/bomtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestHelpListsEveryFlag(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"--help"}, envMap(nil), &out); err != nil {
+		t.Fatalf("--help: %v", err)
+	}
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	bindFlags(fs, &options{}, envMap(nil))
+	n := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		n++
+		if !strings.Contains(out.String(), "-"+f.Name) {
+			t.Errorf("--help lacks -%s", f.Name)
+		}
+		if !strings.Contains(f.Usage, "env CROWSNEST_") {
+			t.Errorf("-%s names no CROWSNEST_* variable: %q", f.Name, f.Usage)
+		}
+	})
+	if n < 10 {
+		t.Fatalf("only %d flags registered", n)
+	}
+}
+
+func TestFlagsEnvDefaults(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile, dbFile := filepath.Join(dir, "token"), filepath.Join(dir, "db")
+	_ = os.WriteFile(tokenFile, []byte("  file-token\n"), 0o600)
+	_ = os.WriteFile(dbFile, []byte("postgres://from-file/db\n"), 0o600)
+	env := map[string]string{
+		"CROWSNEST_LISTEN": "127.0.0.1:9999", "CROWSNEST_DATABASE_URL_FILE": dbFile, "CROWSNEST_NATS_URL": "nats://n:4222",
+		"CROWSNEST_WRITE_TOKEN_FILE": tokenFile, "CROWSNEST_MAX_BOM_BYTES": "1234", "CROWSNEST_UI_DIR": "/ui",
+		"CROWSNEST_ALLOWED_ORIGINS": "a.example", "CROWSNEST_LOG_LEVEL": "debug", "CROWSNEST_SHUTDOWN_TIMEOUT": "3s",
+	}
+	o, err := parseFlags(nil, envMap(env), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := options{listen: "127.0.0.1:9999", databaseURL: "postgres://from-file/db", databaseURLFile: dbFile,
+		natsURL: "nats://n:4222", writeToken: "file-token", writeTokenFile: tokenFile, uiDir: "/ui", logLevel: "debug",
+		origins: "a.example", maxBOMBytes: 1234, shutdownTimeout: 3 * time.Second,
+		authMode: "static", audience: "crowsnest-results-api"}
+	if *o != want {
+		t.Fatalf("env defaults:\n got %+v\nwant %+v", *o, want)
+	}
+	// Flags win over env; CROWSNEST_DATABASE_URL wins over the file.
+	env["CROWSNEST_DATABASE_URL"] = "postgres://from-env/db"
+	o, err = parseFlags([]string{"--listen", ":1", "--max-bom-bytes", "99"}, envMap(env), io.Discard)
+	if err != nil || o.listen != ":1" || o.maxBOMBytes != 99 || o.databaseURL != "postgres://from-env/db" {
+		t.Fatalf("flags over env: %+v, %v", o, err)
+	}
+	if o, err = parseFlags(nil, envMap(map[string]string{"CROWSNEST_DATABASE_URL": "x"}), io.Discard); err != nil ||
+		o.listen != ":8080" || o.maxBOMBytes != 32<<20 || o.shutdownTimeout != 20*time.Second || o.writeToken != "" {
+		t.Fatalf("built-in defaults: %+v, %v", o, err)
+	}
+	if _, err := parseFlags(nil, envMap(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "no database") {
+		t.Fatalf("missing database: %v", err)
+	}
+	if _, err := parseFlags([]string{"--write-token-file", filepath.Join(dir, "missing")}, envMap(env), io.Discard); err == nil {
+		t.Fatal("missing token file accepted")
+	}
+}
+
+// syncBuffer is the log sink; run writes from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// started runs run() in the background and returns the served base URL,
+// the log and a stop function that cancels and returns run's error.
+func started(t *testing.T, args []string, env map[string]string) (string, *syncBuffer, func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	errc := make(chan error, 1)
+	go func() { errc <- run(ctx, args, envMap(env), logs) }()
+	stop := func() error {
+		cancel()
+		select {
+		case err := <-errc:
+			return err
+		case <-time.After(30 * time.Second):
+			t.Fatal("run did not return within 30s of cancel")
+			return nil
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, line := range strings.Split(logs.String(), "\n") {
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "serving" {
+				return "http://" + rec.Addr, logs, stop
+			}
+		}
+		select {
+		case err := <-errc:
+			t.Fatalf("run exited early: %v\n%s", err, logs)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cancel()
+	t.Fatalf("no serving log within 60s:\n%s", logs)
+	return "", nil, nil
+}
+
+func get(t *testing.T, u string) (int, string) {
+	t.Helper()
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// withPassword adds a password to a DSN; the throwaway server trusts
+// loopback, so it is accepted, and must never be logged.
+func withPassword(t *testing.T, dsn, pw string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(u.User.Username(), pw)
+	return u.String()
+}
+
+func TestRunServesAndShutsDown(t *testing.T) {
+	const token, password = "tok-5ecret-7a1c9e", "pw-5ecret-b83d0f"
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CROWSNEST_DATABASE_URL": withPassword(t, pgtest.NewDatabase(t), password),
+		"CROWSNEST_WRITE_TOKEN_FILE": tokenFile, "CROWSNEST_LOG_LEVEL": "debug"}
+	base, logs, stop := started(t, []string{"--listen", "127.0.0.1:0"}, env)
+
+	for _, p := range []string{"/healthz", "/readyz"} {
+		if code, body := get(t, base+p); code != http.StatusOK {
+			t.Fatalf("%s: %d %s", p, code, body)
+		}
+	}
+	d := bomtest.Digest(42)
+	put := func(auth string) int {
+		req, _ := http.NewRequest(http.MethodPut, base+"/api/v1/reports/"+d, bytes.NewReader(bomtest.BOM(bomtest.Random(1, 5)...)))
+		req.Header.Set("Content-Type", "application/vnd.cyclonedx+json")
+		if auth != "" {
+			req.Header.Set("Authorization", "Bearer "+auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := put(""); code != http.StatusUnauthorized {
+		t.Fatalf("anonymous PUT: %d", code)
+	}
+	if code := put("wrong"); code != http.StatusForbidden {
+		t.Fatalf("wrong-token PUT: %d", code)
+	}
+	if code := put(token); code != http.StatusCreated {
+		t.Fatalf("PUT with the token from the file: %d", code)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("graceful shutdown: %v", err)
+	}
+	if _, err := (&http.Client{Timeout: 2 * time.Second}).Get(base + "/healthz"); err == nil {
+		t.Fatal("still serving after shutdown")
+	}
+	out := logs.String()
+	if !strings.Contains(out, `"msg":"shutting down"`) {
+		t.Errorf("no shutdown log:\n%s", out)
+	}
+	for _, secret := range []string{token, password} {
+		if strings.Contains(out, secret) {
+			t.Errorf("log contains secret %q:\n%s", secret, out)
+		}
+	}
+}
+
+// /readyz turns 503 when Postgres goes away; /healthz stays 200.
+func TestReadyzFailsWithPostgresStopped(t *testing.T) {
+	pg, err := pgtest.StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = pg.Stop()
+		}
+	}()
+	base, _, stop := started(t, []string{"--listen", "127.0.0.1:0", "--database-url", pg.AdminURL()}, nil)
+	defer func() { _ = stop() }()
+	if code, body := get(t, base+"/readyz"); code != http.StatusOK {
+		t.Fatalf("readyz with Postgres up: %d %s", code, body)
+	}
+	if err := pg.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	stopped = true
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body := get(t, base+"/readyz")
+		if code == http.StatusServiceUnavailable && strings.Contains(body, "postgres") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readyz with Postgres stopped: %d %s", code, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, _ := get(t, base+"/healthz"); code != http.StatusOK {
+		t.Fatalf("healthz with Postgres stopped: %d", code)
+	}
+}
+
+func TestAuthModeFlags(t *testing.T) {
+	env := map[string]string{"CROWSNEST_DATABASE_URL": "postgres://127.0.0.1:1/none"}
+	for args, want := range map[string]string{
+		"--auth-mode=bogus":       "want static or tokenreview",
+		"--auth-mode=tokenreview": "needs --allowed-service-accounts",
+		"--auth-mode=tokenreview --allowed-service-accounts=ns/sa --kubeconfig=/nonexistent":             "kubernetes config for tokenreview",
+		"--auth-mode=tokenreview --allowed-service-accounts=no-slash --kubeconfig=" + writeKubeconfig(t): "want namespace/name",
+	} {
+		err := run(context.Background(), strings.Fields(args), envMap(env), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", args, err, want)
+		}
+	}
+}
+
+func writeKubeconfig(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n" +
+		"users: [{name: u, user: {token: x}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -1,0 +1,148 @@
+package events_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/crowsnest-dev/crowsnest/hack/testsupport/natstest"
+	"github.com/crowsnest-dev/crowsnest/hack/testsupport/pgtest"
+	evv1 "github.com/crowsnest-dev/crowsnest/operator/api/events/v1"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/api"
+	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/bomtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+func put(t *testing.T, srv *apitest.Server, digest string, body []byte) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, srv.URL+"/api/v1/reports/"+digest+"?image=demo@"+digest, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+srv.Token)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestEventsPublishConsumeFanOut(t *testing.T) {
+	_, url := natstest.StartT(t)
+	srv := apitest.Start(t, apitest.WithNATS(url))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	ws, _, err := websocket.Dial(ctx, strings.Replace(srv.URL, "http", "ws", 1)+"/api/v1/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	stream, err := evv1.EnsureStream(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the API's fan-out subscription is live (NATS interest).
+	waitFor(t, func() bool { return nc.NumSubscriptions() >= 0 && srvSubscribed(ctx, js) })
+
+	d := bomtest.Digest(42)
+	body := bomtest.BOM(bomtest.Vuln{ID: "CVE-2026-4242", Severity: "critical", Package: "x", Version: "1"})
+	if code := put(t, srv, d, body); code != 201 {
+		t.Fatalf("put: %d", code)
+	}
+	if code := put(t, srv, d, body); code != 200 {
+		t.Fatalf("put again: %d", code)
+	}
+
+	// The browser gets report.stored over the WebSocket.
+	_, msg, err := ws.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Type string
+		ID   string
+		Data api.ReportStored
+	}
+	if err := json.Unmarshal(msg, &m); err != nil || m.Type != "report.stored" || m.Data.Digest != d || m.Data.Counts.Critical != 1 || m.ID == "" {
+		t.Fatalf("ws message %s (%v)", msg, err)
+	}
+
+	// Both uploads published the same deterministic id: one message stored.
+	waitFor(t, func() bool {
+		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(evv1.SubjectReportStored))
+		return err == nil && info.State.Msgs == 1
+	})
+	raw, err := stream.GetLastMsgForSubject(ctx, evv1.SubjectReportStored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw.Header.Get("Nats-Msg-Id") != m.ID {
+		t.Errorf("Nats-Msg-Id %q, ws id %q", raw.Header.Get("Nats-Msg-Id"), m.ID)
+	}
+
+	// Operator events become scan status.
+	publish := func(typ, subj string, p any) {
+		ev, _ := evv1.New(evv1.SourceOperator, typ, evv1.ID(typ, "job-1", "1"), d, time.Now(), p)
+		data, _ := json.Marshal(ev)
+		if _, err := js.Publish(ctx, subj, data, jetstream.WithMsgID(ev.ID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish(evv1.TypeImageNeeded, evv1.SubjectImageNeeded, evv1.ImageNeeded{Digest: d, Image: "demo@" + d, Namespace: "ns", Scanner: "s", Job: "job-1", Attempt: 1})
+	publish(evv1.TypeJobDone, evv1.SubjectJobDone, evv1.JobDone{Digest: d, Image: "demo@" + d, Namespace: "ns", Scanner: "s", Job: "job-1",
+		Outcome: evv1.OutcomeFailed, Reason: "ImagePullFailed", Attempt: 1})
+	waitFor(t, func() bool {
+		resp, err := srv.Client().Get(srv.URL + "/api/v1/scans")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var l api.ScanList
+		_ = json.NewDecoder(resp.Body).Decode(&l)
+		return len(l.Items) == 1 && l.Items[0].Status == api.Failed && l.Items[0].Reason != nil && *l.Items[0].Reason == "ImagePullFailed"
+	})
+	// ...and scan.status frames on the WebSocket.
+	for {
+		_, msg, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(msg), `"type":"scan.status"`) && strings.Contains(string(msg), `"failed"`) {
+			break
+		}
+	}
+}
+
+func srvSubscribed(ctx context.Context, js jetstream.JetStream) bool {
+	_, err := js.Consumer(ctx, evv1.StreamName, "results-api-scans")
+	return err == nil
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 20s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

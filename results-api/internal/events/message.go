@@ -1,0 +1,102 @@
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	evv1 "github.com/crowsnest-dev/crowsnest/operator/api/events/v1"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/httpapi"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
+)
+
+// Message is one WebSocket frame (the EventMessage schema of openapi.yaml).
+type Message struct {
+	Type string    `json:"type"`
+	ID   string    `json:"id"`
+	Time time.Time `json:"time"`
+	Data any       `json:"data"`
+}
+
+// WebSocket message types.
+const (
+	TypeReportStored  = "report.stored"
+	TypeReportDeleted = "report.deleted"
+	TypeScanStatus    = "scan.status"
+)
+
+func storedPayload(s report.Summary) evv1.ReportStored {
+	c := s.Counts
+	return evv1.ReportStored{Digest: s.Digest, Image: s.Image, ScannedAt: s.ScannedAt, Fixable: s.Fixable, Findings: s.Findings,
+		Counts: evv1.SeverityCounts{Critical: c.Critical, High: c.High, Medium: c.Medium, Low: c.Low, Negligible: c.Negligible, Unknown: c.Unknown}}
+}
+
+// storedEvent builds the CloudEvent for a stored report. The id depends on
+// the report's content, so re-uploading the same report is deduplicated.
+func storedEvent(s report.Summary, now time.Time) (evv1.Event, error) {
+	c := s.Counts
+	id := evv1.ID(evv1.TypeReportStored, s.Digest, s.ScannedAt.UTC().Format(time.RFC3339Nano),
+		fmt.Sprint(c.Critical, c.High, c.Medium, c.Low, c.Negligible, c.Unknown, s.Fixable, s.Findings))
+	return evv1.New(evv1.SourceResultsAPI, evv1.TypeReportStored, id, s.Digest, now, storedPayload(s))
+}
+
+func deletedEvent(s report.Summary, now time.Time) (evv1.Event, error) {
+	id := evv1.ID(evv1.TypeReportDeleted, s.Digest, s.StoredAt.UTC().Format(time.RFC3339Nano))
+	return evv1.New(evv1.SourceResultsAPI, evv1.TypeReportDeleted, id, s.Digest, now,
+		evv1.ReportDeleted{Digest: s.Digest, Image: s.Image})
+}
+
+// scanStatus turns an operator event into the scan status it implies.
+// image.needed means the scan Job exists: the digest is being scanned.
+func scanStatus(ev evv1.Event) (report.ScanStatus, error) {
+	switch ev.Type {
+	case evv1.TypeImageNeeded:
+		var p evv1.ImageNeeded
+		if err := ev.Decode(&p); err != nil {
+			return report.ScanStatus{}, err
+		}
+		return report.ScanStatus{Digest: p.Digest, Image: p.Image, Namespace: p.Namespace, Scanner: p.Scanner,
+			Job: p.Job, State: report.ScanScanning, Reason: string(p.Reason), Attempt: p.Attempt, UpdatedAt: ev.Time.UTC()}, nil
+	case evv1.TypeJobDone:
+		var p evv1.JobDone
+		if err := ev.Decode(&p); err != nil {
+			return report.ScanStatus{}, err
+		}
+		st := report.ScanDone
+		if p.Outcome != evv1.OutcomeSucceeded {
+			st = report.ScanFailed
+		}
+		return report.ScanStatus{Digest: p.Digest, Image: p.Image, Namespace: p.Namespace, Scanner: p.Scanner,
+			Job: p.Job, State: st, Reason: p.Reason, Message: p.Message, Attempt: p.Attempt, UpdatedAt: ev.Time.UTC()}, nil
+	}
+	return report.ScanStatus{}, fmt.Errorf("unexpected event type %q", ev.Type)
+}
+
+// frame renders a CloudEvent from the stream as a WebSocket frame.
+func frame(ev evv1.Event) ([]byte, error) {
+	m := Message{ID: ev.ID, Time: ev.Time}
+	switch ev.Type {
+	case evv1.TypeReportStored:
+		var p evv1.ReportStored
+		if err := ev.Decode(&p); err != nil {
+			return nil, err
+		}
+		m.Type, m.Data = TypeReportStored, p
+	case evv1.TypeReportDeleted:
+		var p evv1.ReportDeleted
+		if err := ev.Decode(&p); err != nil {
+			return nil, err
+		}
+		m.Type, m.Data = TypeReportDeleted, p
+	case evv1.TypeImageNeeded, evv1.TypeJobDone:
+		st, err := scanStatus(ev)
+		if err != nil {
+			return nil, err
+		}
+		m.Type, m.Data = TypeScanStatus, httpapi.APIScan(&st)
+	default:
+		return nil, fmt.Errorf("unknown event type %q", ev.Type)
+	}
+	return json.Marshal(m)
+}

@@ -1,0 +1,75 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/api"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
+)
+
+const (
+	defaultPage = 50
+	maxPage     = 500
+)
+
+func badQuery(msg string) error { return newError(http.StatusBadRequest, "invalid_query", msg) }
+
+// intParam parses an optional integer query parameter within [1, max].
+func intParam(r *http.Request, name string, def, max int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, badQuery(name + " must be an integer from 1 to " + strconv.Itoa(max))
+	}
+	return n, nil
+}
+
+func (s *Server) listReports(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	lq := store.ListQuery{Cursor: q.Get("cursor"), Text: q.Get("q"), Sort: q.Get("sort")}
+	var err error
+	if lq.Limit, err = intParam(r, "limit", defaultPage, maxPage); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if v := q.Get("minSeverity"); v != "" {
+		sev, ok := report.ParseSeverity(v)
+		if !ok || v == "unknown" || v == "none" {
+			writeError(w, r, badQuery("minSeverity must be critical, high, medium, low or negligible"))
+			return
+		}
+		lq.MinSeverity = sev
+	}
+	if v := q.Get("fixable"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			writeError(w, r, badQuery("fixable must be true or false"))
+			return
+		}
+		lq.FixableOnly = b
+	}
+	if len(lq.Text) > 200 {
+		writeError(w, r, badQuery("q is longer than 200 characters"))
+		return
+	}
+	if lq.Sort != "" && !store.ValidSort(lq.Sort) {
+		writeError(w, r, badQuery("sort must be one of critical, high, medium, low, scannedAt, image, optionally prefixed with -"))
+		return
+	}
+	page, err := s.cfg.Store.ListReports(r.Context(), lq)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := api.ReportList{Items: make([]api.ReportSummary, len(page.Items)), Total: int(page.Total),
+		NextCursor: optString(page.NextCursor)}
+	for i, it := range page.Items {
+		out.Items[i] = apiSummary(it)
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,54 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/api"
+)
+
+// Routes builds the whole HTTP surface. Every route here is also a path
+// and method of api/openapi.yaml; TestRoutesMatchOpenAPI holds them together.
+func (s *Server) Routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID, s.requestIDHeader, s.recoverer, s.observe)
+
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	r.Method(http.MethodGet, "/metrics", s.metricsHandler())
+
+	r.Route("/api/v1", func(r chi.Router) {
+		r.Get("/openapi.yaml", serveOpenAPI)
+		r.Route("/reports", func(r chi.Router) {
+			r.Get("/", s.listReports)
+			r.With(s.limitBody(lookupBodyLimit)).Post("/lookup", s.lookupReports)
+			r.Route("/{digest}", func(r chi.Router) {
+				r.With(s.requireWriter).Put("/", s.putReport)
+				r.Get("/", s.getReport)
+				r.With(s.requireWriter).Delete("/", s.deleteReport)
+				r.Get("/bom", s.getBOM)
+			})
+		})
+		r.Get("/vulnerabilities/{id}", s.getVulnerability)
+		r.Get("/scans", s.listScans)
+		r.Get("/stats", s.getStats)
+		r.Get("/events", s.streamEvents)
+		r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, r, errNotFoundRoute)
+		})
+		r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, r, errMethodNotAllowed)
+		})
+	})
+	if s.cfg.UI != nil {
+		r.NotFound(s.cfg.UI.ServeHTTP)
+	}
+	return r
+}
+
+func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(api.OpenAPI)
+}

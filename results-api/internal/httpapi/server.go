@@ -1,0 +1,93 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/hub"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/metrics"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
+)
+
+// Notifier announces stored and deleted reports (to JetStream and/or the
+// local WebSocket hub). Its methods must not block on the network.
+type Notifier interface {
+	ReportStored(s report.Summary)
+	ReportDeleted(s report.Summary)
+}
+
+// Config wires the server's parts.
+type Config struct {
+	Store       *store.Store
+	Hub         *hub.Hub
+	Notifier    Notifier
+	Auth        Authenticator
+	Metrics     *metrics.Metrics
+	MaxBOMBytes int64
+	// Ready checks the backends for /readyz (nil: only Postgres).
+	Ready func(ctx context.Context) error
+	// UI serves everything outside /api, /healthz, /readyz and /metrics.
+	UI     http.Handler
+	Logger *slog.Logger
+}
+
+// Server serves the results API.
+type Server struct {
+	cfg Config
+}
+
+// New returns a server; call Routes (or Handler) to serve it.
+func New(cfg Config) *Server {
+	if cfg.MaxBOMBytes <= 0 {
+		cfg.MaxBOMBytes = 32 << 20
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Hub == nil {
+		cfg.Hub = hub.New(hub.Options{})
+	}
+	if cfg.Notifier == nil {
+		cfg.Notifier = nopNotifier{}
+	}
+	if cfg.Auth == nil {
+		cfg.Auth = DenyWrites{}
+	}
+	return &Server{cfg: cfg}
+}
+
+// Handler returns the routed handler.
+func (s *Server) Handler() http.Handler { return s.Routes() }
+
+type nopNotifier struct{}
+
+func (nopNotifier) ReportStored(report.Summary)  {}
+func (nopNotifier) ReportDeleted(report.Summary) {}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	check := s.cfg.Ready
+	if check == nil {
+		check = s.cfg.Store.Ping
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	if err := check(r.Context()); err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("not ready: " + err.Error() + "\n"))
+		return
+	}
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+func (s *Server) metricsHandler() http.Handler { return s.cfg.Metrics.Handler() }
+
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) { s.cfg.Hub.ServeHTTP(w, r) }

@@ -1,0 +1,143 @@
+package ingest_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/bomtest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/ingest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
+)
+
+var opts = ingest.Options{Digest: bomtest.Digest(1), Now: time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)}
+
+// Constructed input: one of each severity, one id in two packages, a
+// duplicate match that must collapse, and fixes on some.
+func constructedBOM() []byte {
+	return bomtest.BOM(
+		bomtest.Vuln{ID: "CVE-2026-0001", Severity: "critical", Package: "openssl", Version: "3.0.1", Fix: "3.0.9", Score: 9.8},
+		bomtest.Vuln{ID: "CVE-2026-0001", Severity: "critical", Package: "libssl", Version: "3.0.1", Fix: "3.0.9", Score: 9.8},
+		bomtest.Vuln{ID: "CVE-2026-0001", Severity: "critical", Package: "libssl", Version: "3.0.1", Fix: "3.0.9", Score: 9.8},
+		bomtest.Vuln{ID: "CVE-2026-0002", Severity: "high", Package: "zlib", Version: "1.2"},
+		bomtest.Vuln{ID: "CVE-2026-0003", Severity: "medium", Package: "zlib", Version: "1.2", Fix: "1.3"},
+		bomtest.Vuln{ID: "CVE-2026-0004", Severity: "low", Package: "musl", Version: "1.2"},
+		bomtest.Vuln{ID: "CVE-2026-0005", Severity: "none", Package: "musl", Version: "1.2"},
+		bomtest.Vuln{ID: "CVE-2026-0006", Severity: "unknown", Package: "busybox", Version: "1.36"},
+	)
+}
+
+func TestParseConstructedBOM(t *testing.T) {
+	r, err := ingest.Parse(constructedBOM(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := report.Counts{Critical: 2, High: 1, Medium: 1, Low: 1, Negligible: 1, Unknown: 1}
+	if r.Counts != want {
+		t.Errorf("counts = %+v, want %+v", r.Counts, want)
+	}
+	if r.Findings != 7 || len(r.FindingList) != 7 {
+		t.Errorf("findings = %d (%d listed), want 7: (id, component) pairs, duplicate collapsed", r.Findings, len(r.FindingList))
+	}
+	if r.Fixable != 3 {
+		t.Errorf("fixable = %d, want 3", r.Fixable)
+	}
+	if r.GrypeVersion != "0.121.2" {
+		t.Errorf("grype version = %q", r.GrypeVersion)
+	}
+	if !r.ScannedAt.Equal(time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)) {
+		t.Errorf("scannedAt = %v, want the BOM timestamp", r.ScannedAt)
+	}
+	if r.Image != "registry.example/demo@"+bomtest.Digest(0) {
+		t.Errorf("image from metadata = %q", r.Image)
+	}
+	f := r.FindingList[0]
+	if f.ID != "CVE-2026-0001" || f.Package.Name != "openssl" || f.Package.Type != "apk" || f.Package.Version != "3.0.1" {
+		t.Errorf("first finding = %+v", f)
+	}
+	if len(f.FixedIn) != 1 || f.FixedIn[0] != "3.0.9" {
+		t.Errorf("fixedIn = %v, want [3.0.9] from the vers range", f.FixedIn)
+	}
+	if f.CVSSScore == nil || *f.CVSSScore != 9.8 || !strings.HasPrefix(f.CVSSVector, "CVSS:3.1/") {
+		t.Errorf("cvss = %v %q", f.CVSSScore, f.CVSSVector)
+	}
+}
+
+func TestParseImageFromQueryWins(t *testing.T) {
+	o := opts
+	o.Image = "ghcr.io/x/y@" + bomtest.Digest(1)
+	r, err := ingest.Parse(constructedBOM(), o)
+	if err != nil || r.Image != o.Image {
+		t.Fatalf("image = %q, err %v", r.Image, err)
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	for name, tc := range map[string]struct {
+		body string
+		want error
+	}{
+		"not json":          {`{"bomFormat": "CycloneDX",`, ingest.ErrNotJSON},
+		"html":              {`<html></html>`, ingest.ErrNotJSON},
+		"spdx document":     {`{"spdxVersion":"SPDX-2.3","SPDXID":"SPDXRef-DOCUMENT","name":"x"}`, ingest.ErrNotCycloneDX},
+		"grype native json": {`{"matches":[],"source":{"type":"image"},"descriptor":{"name":"grype"}}`, ingest.ErrNotCycloneDX},
+		"no spec version":   {`{"bomFormat":"CycloneDX"}`, ingest.ErrNotCycloneDX},
+		"array":             {`[1,2]`, ingest.ErrInvalidBOM},
+		"trailing garbage":  {`{"bomFormat":"CycloneDX","specVersion":"1.6"} x`, ingest.ErrNotJSON},
+		"vuln without id":   {`{"bomFormat":"CycloneDX","specVersion":"1.6","vulnerabilities":[{"id":""}]}`, ingest.ErrInvalidBOM},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ingest.Parse([]byte(tc.body), opts)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func gz(b []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write(b)
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+func TestReadBody(t *testing.T) {
+	bom := constructedBOM()
+	got, err := ingest.ReadBody(bytes.NewReader(gz(bom)), "gzip", 1<<20)
+	if err != nil || !bytes.Equal(got, bom) {
+		t.Fatalf("gzip round trip: err %v, equal %v", err, bytes.Equal(got, bom))
+	}
+	if _, err := ingest.ReadBody(bytes.NewReader(bom), "", int64(len(bom)-1)); !errors.Is(err, ingest.ErrTooLarge) {
+		t.Errorf("over limit: %v", err)
+	}
+	if _, err := ingest.ReadBody(bytes.NewReader(nil), "", 10); !errors.Is(err, ingest.ErrEmpty) {
+		t.Errorf("empty: %v", err)
+	}
+	if _, err := ingest.ReadBody(bytes.NewReader(bom), "br", 1<<20); !errors.Is(err, ingest.ErrUnsupportedEncoding) {
+		t.Errorf("brotli: %v", err)
+	}
+	if _, err := ingest.ReadBody(bytes.NewReader(bom), "gzip", 1<<20); !errors.Is(err, ingest.ErrBadGzip) {
+		t.Errorf("plain body labelled gzip: %v", err)
+	}
+	// A gzip bomb: 256 MiB of zeros compresses to about 256 KiB; reading stops
+	// at the limit instead of inflating it.
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zeros := make([]byte, 1<<20)
+	for range 256 {
+		_, _ = zw.Write(zeros)
+	}
+	_ = zw.Close()
+	start := time.Now()
+	if _, err := ingest.ReadBody(bytes.NewReader(buf.Bytes()), "gzip", 4<<20); !errors.Is(err, ingest.ErrTooLarge) {
+		t.Errorf("gzip bomb: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("gzip bomb took %v to reject", d)
+	}
+}

@@ -1,0 +1,237 @@
+package ingest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	cdx "github.com/CycloneDX/cyclonedx-go"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
+)
+
+// Options carry what travels with an upload besides the BOM.
+type Options struct {
+	Digest string    // sha256:<64 hex>, already validated
+	Image  string    // repository@sha256:..., may be empty
+	Now    time.Time // upload time; scannedAt when the BOM has no timestamp
+}
+
+// Parse checks raw as a CycloneDX JSON BOM and extracts the report.
+func Parse(raw []byte, o Options) (*report.Report, error) {
+	var bom cdx.BOM
+	if err := json.Unmarshal(raw, &bom); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) || strings.Contains(err.Error(), "unexpected end of JSON input") {
+			return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
+		}
+		return nil, fmt.Errorf("%w: %v", ErrInvalidBOM, err)
+	}
+	if bom.BOMFormat != cdx.BOMFormat {
+		return nil, fmt.Errorf("%w: bomFormat is %q, want %q", ErrNotCycloneDX, clip(bom.BOMFormat), cdx.BOMFormat)
+	}
+	if bom.SpecVersion < cdx.SpecVersion1_4 {
+		return nil, fmt.Errorf("%w: specVersion missing or older than 1.4", ErrNotCycloneDX)
+	}
+
+	r := &report.Report{Raw: raw}
+	r.Digest = o.Digest
+	r.Image = o.Image
+	r.ScannedAt = o.Now.UTC()
+	r.StoredAt = o.Now.UTC()
+	readMetadata(&bom, r)
+
+	comps := componentIndex(&bom)
+	seen := map[[2]string]bool{}
+	if bom.Vulnerabilities != nil {
+		for i, v := range *bom.Vulnerabilities {
+			if strings.TrimSpace(v.ID) == "" {
+				return nil, fmt.Errorf("%w: vulnerabilities[%d] has no id", ErrInvalidBOM, i)
+			}
+			refs := affectsRefs(v)
+			for _, a := range refs {
+				key := [2]string{v.ID, a.Ref}
+				if seen[key] {
+					continue
+				}
+				seen[key] = true
+				f := finding(v, a, comps)
+				r.FindingList = append(r.FindingList, f)
+				r.Counts.Add(f.Severity)
+				if f.Fixable() {
+					r.Fixable++
+				}
+			}
+		}
+	}
+	r.Findings = len(r.FindingList)
+	return r, nil
+}
+
+func readMetadata(bom *cdx.BOM, r *report.Report) {
+	md := bom.Metadata
+	if md == nil {
+		return
+	}
+	if t, err := time.Parse(time.RFC3339, md.Timestamp); err == nil {
+		r.ScannedAt = t.UTC()
+	}
+	if md.Tools != nil && md.Tools.Components != nil {
+		for _, c := range *md.Tools.Components {
+			if strings.EqualFold(c.Name, "grype") {
+				r.GrypeVersion = c.Version
+			}
+		}
+	}
+	if r.GrypeVersion == "" && md.Tools != nil && md.Tools.Tools != nil {
+		for _, t := range *md.Tools.Tools {
+			if strings.EqualFold(t.Name, "grype") {
+				r.GrypeVersion = t.Version
+			}
+		}
+	}
+	if md.Properties != nil {
+		for _, p := range *md.Properties {
+			switch p.Name {
+			case "grype:db:built", "grype:db-built":
+				r.DBBuilt = p.Value
+			case "grype:db:schema", "grype:db-schema":
+				r.DBSchema = p.Value
+			}
+		}
+	}
+	if r.Image == "" && md.Component != nil {
+		r.Image = md.Component.Name
+		if v := md.Component.Version; strings.HasPrefix(v, "sha256:") && !strings.Contains(r.Image, "@") {
+			r.Image += "@" + v
+		}
+	}
+}
+
+func componentIndex(bom *cdx.BOM) map[string]*cdx.Component {
+	idx := map[string]*cdx.Component{}
+	var walk func(cs *[]cdx.Component)
+	walk = func(cs *[]cdx.Component) {
+		if cs == nil {
+			return
+		}
+		for i := range *cs {
+			c := &(*cs)[i]
+			if c.BOMRef != "" {
+				idx[c.BOMRef] = c
+			}
+			walk(c.Components)
+		}
+	}
+	walk(bom.Components)
+	return idx
+}
+
+func affectsRefs(v cdx.Vulnerability) []cdx.Affects {
+	if v.Affects == nil || len(*v.Affects) == 0 {
+		// A vulnerability without an affected component still counts once.
+		return []cdx.Affects{{}}
+	}
+	return *v.Affects
+}
+
+func finding(v cdx.Vulnerability, a cdx.Affects, comps map[string]*cdx.Component) report.Finding {
+	f := report.Finding{ID: v.ID, Description: v.Description}
+	if v.Source != nil {
+		f.Source = v.Source.Name
+		f.URL = v.Source.URL
+	}
+	if v.Advisories != nil && len(*v.Advisories) > 0 && (*v.Advisories)[0].URL != "" {
+		f.URL = (*v.Advisories)[0].URL
+	}
+	f.Severity, f.CVSSScore, f.CVSSVector = ratings(v.Ratings)
+	if c, ok := comps[a.Ref]; ok {
+		f.Package = report.Package{Name: c.Name, Version: c.Version, PURL: c.PackageURL, Type: purlType(c.PackageURL)}
+	} else {
+		f.Package.Name = a.Ref
+	}
+	f.FixedIn = fixedVersions(a)
+	return f
+}
+
+// ratings picks the severity (the first rating that names one; CycloneDX
+// "none" is Grype's Negligible) and the CVSS score and vector of the newest
+// CVSS method present. EPSS, KEV and other scores are not CVSS.
+func ratings(rs *[]cdx.VulnerabilityRating) (report.Severity, *float64, string) {
+	sev := report.Unknown
+	var score *float64
+	vector, rank := "", 0
+	if rs == nil {
+		return sev, nil, ""
+	}
+	for _, r := range *rs {
+		if s, ok := report.ParseSeverity(string(r.Severity)); ok && s != report.Unknown && sev == report.Unknown {
+			sev = s
+		}
+		if k := cvssRank(r.Method); k > rank && r.Score != nil {
+			v := *r.Score
+			score, vector, rank = &v, r.Vector, k
+		}
+	}
+	return sev, score, vector
+}
+
+func cvssRank(m cdx.ScoringMethod) int {
+	switch m {
+	case cdx.ScoringMethodCVSSv31:
+		return 4
+	case cdx.ScoringMethodCVSSv3:
+		return 3
+	case cdx.ScoringMethodCVSSv4:
+		return 2
+	case cdx.ScoringMethodCVSSv2:
+		return 1
+	}
+	return 0
+}
+
+// fixedVersions reads Grype's fix records: versions with status "unaffected"
+// and a vers range such as "vers:apk/>=1.2.3-r1".
+func fixedVersions(a cdx.Affects) []string {
+	if a.Range == nil {
+		return nil
+	}
+	var out []string
+	for _, av := range *a.Range {
+		if av.Status != cdx.VulnerabilityStatusNotAffected {
+			continue
+		}
+		v := av.Version
+		if v == "" && av.Range != "" {
+			rng := av.Range
+			if i := strings.Index(rng, "/"); strings.HasPrefix(rng, "vers:") && i >= 0 {
+				rng = rng[i+1:]
+			}
+			v = strings.TrimLeft(rng, ">=")
+		}
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func purlType(purl string) string {
+	rest, ok := strings.CutPrefix(purl, "pkg:")
+	if !ok {
+		return ""
+	}
+	t, _, _ := strings.Cut(rest, "/")
+	return t
+}
+
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}

@@ -1,0 +1,67 @@
+// Package metrics defines the results API's Prometheus metrics on a private
+// registry, all named crowsnest_results_api_*.
+package metrics
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+const ns, sub = "crowsnest", "results_api"
+
+// Metrics holds every collector. Labels are low-cardinality: route patterns,
+// status codes, subjects and operation names.
+type Metrics struct {
+	Registry         *prometheus.Registry
+	HTTPDuration     *prometheus.HistogramVec // route, method, code
+	ReportsIngested  *prometheus.CounterVec   // result: created|replaced|unchanged|rejected
+	IngestBytes      prometheus.Counter
+	FindingsStored   prometheus.Counter
+	WebSocketClients prometheus.Gauge
+	WebSocketDropped prometheus.Counter
+	EventsPublished  *prometheus.CounterVec // subject
+	EventsConsumed   *prometheus.CounterVec // subject
+	EventsFailed     *prometheus.CounterVec // subject, stage: publish|consume
+	DBErrors         *prometheus.CounterVec // op
+}
+
+// New registers every metric on a fresh private registry.
+func New() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub,
+			Name: "http_request_duration_seconds", Help: "HTTP request duration by route pattern, method and status code.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}},
+			[]string{"route", "method", "code"}),
+		ReportsIngested: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "reports_ingested_total", Help: "Report uploads by result."}, []string{"result"}),
+		IngestBytes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "ingest_bytes_total", Help: "Decompressed BOM bytes accepted."}),
+		FindingsStored: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "findings_stored_total", Help: "Findings written to the store."}),
+		WebSocketClients: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
+			Name: "websocket_clients", Help: "Connected WebSocket clients."}),
+		WebSocketDropped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "websocket_slow_clients_dropped_total", Help: "WebSocket clients closed because their queue was full."}),
+		EventsPublished: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "events_published_total", Help: "Events published to JetStream."}, []string{"subject"}),
+		EventsConsumed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "events_consumed_total", Help: "Events consumed from JetStream."}, []string{"subject"}),
+		EventsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "events_failed_total", Help: "Events that failed to publish or consume."}, []string{"subject", "stage"}),
+		DBErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "db_errors_total", Help: "Failed database operations."}, []string{"op"}),
+	}
+	m.Registry.MustRegister(m.HTTPDuration, m.ReportsIngested, m.IngestBytes, m.FindingsStored,
+		m.WebSocketClients, m.WebSocketDropped, m.EventsPublished, m.EventsConsumed, m.EventsFailed, m.DBErrors,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+}

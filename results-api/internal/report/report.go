@@ -1,0 +1,179 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ErrInvalidDigest is returned for anything that is not sha256:<64 lowercase hex>.
+var ErrInvalidDigest = errors.New("invalid digest")
+
+// ParseDigest checks that s is an image digest of the form
+// sha256:<64 lowercase hex> and returns it unchanged.
+func ParseDigest(s string) (string, error) {
+	const prefix = "sha256:"
+	if len(s) != len(prefix)+64 || !strings.HasPrefix(s, prefix) {
+		return "", fmt.Errorf("%w: want sha256:<64 lowercase hex>, got %q", ErrInvalidDigest, clip(s, 100))
+	}
+	for _, c := range s[len(prefix):] {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return "", fmt.Errorf("%w: want sha256:<64 lowercase hex>, got %q", ErrInvalidDigest, clip(s, 100))
+		}
+	}
+	return s, nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// Severity is a finding's severity, ordered so that a larger value is worse.
+type Severity int
+
+// Severities, worst last.
+const (
+	Unknown Severity = iota
+	Negligible
+	Low
+	Medium
+	High
+	Critical
+)
+
+var severityNames = [...]string{"unknown", "negligible", "low", "medium", "high", "critical"}
+
+func (s Severity) String() string {
+	if s < Unknown || s > Critical {
+		return "unknown"
+	}
+	return severityNames[s]
+}
+
+// ParseSeverity maps an API or CycloneDX severity name to a Severity.
+// CycloneDX "none" (Grype's Negligible) and "info" count as negligible.
+func ParseSeverity(s string) (Severity, bool) {
+	switch strings.ToLower(s) {
+	case "critical":
+		return Critical, true
+	case "high":
+		return High, true
+	case "medium", "moderate":
+		return Medium, true
+	case "low":
+		return Low, true
+	case "negligible", "none", "info":
+		return Negligible, true
+	case "unknown", "":
+		return Unknown, true
+	}
+	return Unknown, false
+}
+
+// Counts counts findings per severity.
+type Counts struct {
+	Critical, High, Medium, Low, Negligible, Unknown int
+}
+
+// Add counts one finding of severity s.
+func (c *Counts) Add(s Severity) {
+	switch s {
+	case Critical:
+		c.Critical++
+	case High:
+		c.High++
+	case Medium:
+		c.Medium++
+	case Low:
+		c.Low++
+	case Negligible:
+		c.Negligible++
+	default:
+		c.Unknown++
+	}
+}
+
+// Max is the worst severity with a non-zero count (Unknown when empty).
+func (c Counts) Max() Severity {
+	switch {
+	case c.Critical > 0:
+		return Critical
+	case c.High > 0:
+		return High
+	case c.Medium > 0:
+		return Medium
+	case c.Low > 0:
+		return Low
+	case c.Negligible > 0:
+		return Negligible
+	}
+	return Unknown
+}
+
+// Package is the affected software component of a finding.
+type Package struct {
+	Name, Version, Type, PURL string
+}
+
+// Finding is one vulnerability in one affected component.
+type Finding struct {
+	ID          string
+	Source      string
+	Severity    Severity
+	CVSSScore   *float64
+	CVSSVector  string
+	Package     Package
+	FixedIn     []string
+	Description string
+	URL         string
+}
+
+// Fixable reports whether a fixed version is known.
+func (f Finding) Fixable() bool { return len(f.FixedIn) > 0 }
+
+// Summary is what lists show of a report; it never includes the raw BOM.
+type Summary struct {
+	Digest       string
+	Image        string
+	ScannedAt    time.Time
+	StoredAt     time.Time
+	GrypeVersion string
+	DBBuilt      string
+	DBSchema     string
+	Counts       Counts
+	Fixable      int
+	Findings     int
+	Scan         *ScanStatus
+}
+
+// Report is a parsed upload: the summary, its findings and the original bytes.
+type Report struct {
+	Summary
+	FindingList []Finding
+	Raw         []byte
+}
+
+// ScanState is where a digest's scan stands.
+type ScanState string
+
+// Scan states.
+const (
+	ScanQueued   ScanState = "queued"
+	ScanScanning ScanState = "scanning"
+	ScanFailed   ScanState = "failed"
+	ScanDone     ScanState = "done"
+)
+
+// ScanStatus is the latest known scan progress for a digest, kept from the
+// operator's events.
+type ScanStatus struct {
+	Digest, Image, Namespace, Scanner, Job string
+	State                                  ScanState
+	Reason, Message                        string
+	Attempt                                int
+	UpdatedAt                              time.Time
+}

@@ -1,0 +1,97 @@
+// Package service wires the results API's parts — store, event bus,
+// WebSocket hub, metrics and HTTP routes — into one handler. The binary and
+// the apitest harness both build the API through it, so tests run exactly
+// what ships.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/events"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/httpapi"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/hub"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/metrics"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
+)
+
+// Config is everything the service needs.
+type Config struct {
+	DatabaseURL string
+	NATSURL     string // empty: events only go to local WebSocket clients
+	WriteToken  string // empty: writes are refused (403)
+	// Auth, when set, decides on write tokens instead of WriteToken (the
+	// binary's --auth-mode=tokenreview).
+	Auth           httpapi.Authenticator
+	MaxBOMBytes    int64
+	OriginPatterns []string
+	UI             http.Handler
+	Logger         *slog.Logger
+}
+
+// Service is a running results API without its listener.
+type Service struct {
+	Handler http.Handler
+	Store   *store.Store
+	Hub     *hub.Hub
+	Bus     *events.Bus
+	Metrics *metrics.Metrics
+}
+
+// New opens the store (applying migrations), connects the event bus and
+// builds the routes.
+func New(ctx context.Context, c Config) (*Service, error) {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	m := metrics.New()
+	st, err := store.Open(ctx, c.DatabaseURL, store.Options{OnError: func(op string) { m.DBErrors.WithLabelValues(op).Inc() }})
+	if err != nil {
+		return nil, err
+	}
+	h := hub.New(hub.Options{
+		OriginPatterns: c.OriginPatterns, Logger: c.Logger,
+		OnClients: func(n int) { m.WebSocketClients.Set(float64(n)) },
+		OnDrop:    m.WebSocketDropped.Inc,
+	})
+	bus, err := events.Start(ctx, events.Options{URL: c.NATSURL, Store: st, Hub: h, Metrics: m, Logger: c.Logger})
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	var auth httpapi.Authenticator = httpapi.DenyWrites{}
+	switch {
+	case c.Auth != nil:
+		auth = c.Auth
+	case c.WriteToken != "":
+		if auth, err = httpapi.NewStaticToken(c.WriteToken); err != nil {
+			bus.Close()
+			_ = st.Close()
+			return nil, fmt.Errorf("write token: %w", err)
+		}
+	}
+	api := httpapi.New(httpapi.Config{
+		Store: st, Hub: h, Notifier: bus, Auth: auth, Metrics: m, MaxBOMBytes: c.MaxBOMBytes, UI: c.UI, Logger: c.Logger,
+		Ready: func(ctx context.Context) error {
+			return errors.Join(wrap("postgres", st.Ping(ctx)), wrap("nats", bus.Ready(ctx)))
+		},
+	})
+	return &Service{Handler: api.Handler(), Store: st, Hub: h, Bus: bus, Metrics: m}, nil
+}
+
+func wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// Close disconnects WebSocket clients, stops the bus and closes the store.
+func (s *Service) Close() {
+	s.Hub.Close()
+	s.Bus.Close()
+	_ = s.Store.Close()
+}

@@ -1,0 +1,9 @@
+// Package store persists reports, findings, raw BOMs and scan status in
+// Postgres through gorm. It is the only package that imports gorm; callers
+// see report domain types and the sentinel errors ErrNotFound and ErrBadCursor.
+//
+// The schema is versioned SQL in migrations/, embedded in the binary and
+// applied at start-up with goose (chosen over golang-migrate for its
+// Provider API: no global state, an embed.FS source, plain SQL files with
+// up and down sections, and it runs on the *sql.DB underneath gorm).
+package store

@@ -1,0 +1,128 @@
+package store
+
+import (
+	"time"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
+)
+
+type reportRow struct {
+	Digest       string `gorm:"primaryKey"`
+	Image        string
+	ScannedAt    time.Time
+	StoredAt     time.Time
+	CreatedAt    time.Time `gorm:"autoCreateTime:false"`
+	GrypeVersion string
+	DBBuilt      string `gorm:"column:db_built"`
+	DBSchema     string `gorm:"column:db_schema"`
+	Critical     int
+	High         int
+	Medium       int
+	Low          int
+	Negligible   int
+	Unknown      int
+	Fixable      int
+	Findings     int
+	MaxSeverity  int
+	BOMSHA256    []byte `gorm:"column:bom_sha256"`
+}
+
+func (reportRow) TableName() string { return "reports" }
+
+type bomRow struct {
+	Digest   string `gorm:"primaryKey"`
+	Encoding string
+	Size     int64
+	Data     []byte
+}
+
+func (bomRow) TableName() string { return "report_boms" }
+
+type findingRow struct {
+	ID          int64 `gorm:"primaryKey"`
+	Digest      string
+	VulnID      string
+	Source      string
+	Severity    int
+	CVSSScore   *float64 `gorm:"column:cvss_score"`
+	CVSSVector  string   `gorm:"column:cvss_vector"`
+	PkgName     string
+	PkgVersion  string
+	PkgType     string
+	PURL        string   `gorm:"column:purl"`
+	FixedIn     []string `gorm:"serializer:json"`
+	Fixable     bool
+	Description string
+	URL         string `gorm:"column:url"`
+}
+
+func (findingRow) TableName() string { return "findings" }
+
+type scanRow struct {
+	Digest    string `gorm:"primaryKey"`
+	Image     string
+	Namespace string
+	Scanner   string
+	Job       string
+	Status    string
+	Reason    string
+	Message   string
+	Attempt   int
+	UpdatedAt time.Time `gorm:"autoUpdateTime:false"`
+}
+
+func (scanRow) TableName() string { return "scans" }
+
+func summaryRow(r *report.Summary, hash []byte) reportRow {
+	return reportRow{
+		Digest: r.Digest, Image: r.Image, ScannedAt: r.ScannedAt, StoredAt: r.StoredAt, CreatedAt: r.StoredAt,
+		GrypeVersion: r.GrypeVersion, DBBuilt: r.DBBuilt, DBSchema: r.DBSchema,
+		Critical: r.Counts.Critical, High: r.Counts.High, Medium: r.Counts.Medium, Low: r.Counts.Low,
+		Negligible: r.Counts.Negligible, Unknown: r.Counts.Unknown,
+		Fixable: r.Fixable, Findings: r.Findings, MaxSeverity: int(r.Counts.Max()), BOMSHA256: hash,
+	}
+}
+
+func (r reportRow) summary() report.Summary {
+	return report.Summary{
+		Digest: r.Digest, Image: r.Image, ScannedAt: r.ScannedAt.UTC(), StoredAt: r.StoredAt.UTC(),
+		GrypeVersion: r.GrypeVersion, DBBuilt: r.DBBuilt, DBSchema: r.DBSchema,
+		Counts: report.Counts{Critical: r.Critical, High: r.High, Medium: r.Medium, Low: r.Low,
+			Negligible: r.Negligible, Unknown: r.Unknown},
+		Fixable: r.Fixable, Findings: r.Findings,
+	}
+}
+
+func findingRows(digest string, fs []report.Finding) []findingRow {
+	rows := make([]findingRow, len(fs))
+	for i, f := range fs {
+		fixed := f.FixedIn
+		if fixed == nil {
+			fixed = []string{}
+		}
+		rows[i] = findingRow{
+			Digest: digest, VulnID: f.ID, Source: f.Source, Severity: int(f.Severity),
+			CVSSScore: f.CVSSScore, CVSSVector: f.CVSSVector,
+			PkgName: f.Package.Name, PkgVersion: f.Package.Version, PkgType: f.Package.Type, PURL: f.Package.PURL,
+			FixedIn: fixed, Fixable: f.Fixable(), Description: f.Description, URL: f.URL,
+		}
+	}
+	return rows
+}
+
+func (f findingRow) finding() report.Finding {
+	return report.Finding{
+		ID: f.VulnID, Source: f.Source, Severity: report.Severity(f.Severity),
+		CVSSScore: f.CVSSScore, CVSSVector: f.CVSSVector,
+		Package: report.Package{Name: f.PkgName, Version: f.PkgVersion, Type: f.PkgType, PURL: f.PURL},
+		FixedIn: f.FixedIn, Description: f.Description, URL: f.URL,
+	}
+}
+
+func (s scanRow) status() report.ScanStatus {
+	return report.ScanStatus{
+		Digest: s.Digest, Image: s.Image, Namespace: s.Namespace, Scanner: s.Scanner, Job: s.Job,
+		State: report.ScanState(s.Status), Reason: s.Reason, Message: s.Message, Attempt: s.Attempt,
+		UpdatedAt: s.UpdatedAt.UTC(),
+	}
+}

@@ -1,0 +1,266 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
+)
+
+// listSelect reads summaries with their scan status; it never touches BOMs.
+const listSelect = `SELECT r.digest, r.image, r.scanned_at, r.stored_at, r.grype_version, r.db_built, r.db_schema,
+ r.critical, r.high, r.medium, r.low, r.negligible, r.unknown, r.fixable, r.findings,
+ s.status AS s_status, s.image AS s_image, s.namespace AS s_namespace, s.scanner AS s_scanner, s.job AS s_job,
+ s.reason AS s_reason, s.message AS s_message, s.attempt AS s_attempt, s.updated_at AS s_updated_at
+ FROM reports r LEFT JOIN scans s ON s.digest = r.digest`
+
+// listRow is flat on purpose: gorm's Raw().Scan does not fill embedded structs.
+type listRow struct {
+	Digest       string
+	Image        string
+	ScannedAt    time.Time
+	StoredAt     time.Time
+	GrypeVersion string
+	DBBuilt      string `gorm:"column:db_built"`
+	DBSchema     string `gorm:"column:db_schema"`
+	Critical     int
+	High         int
+	Medium       int
+	Low          int
+	Negligible   int
+	Unknown      int
+	Fixable      int
+	Findings     int
+	SStatus      *string
+	SImage       *string
+	SNamespace   *string
+	SScanner     *string
+	SJob         *string
+	SReason      *string
+	SMessage     *string
+	SAttempt     *int
+	SUpdatedAt   *time.Time
+}
+
+func (l listRow) summary() report.Summary {
+	sum := reportRow{Digest: l.Digest, Image: l.Image, ScannedAt: l.ScannedAt, StoredAt: l.StoredAt,
+		GrypeVersion: l.GrypeVersion, DBBuilt: l.DBBuilt, DBSchema: l.DBSchema, Critical: l.Critical, High: l.High,
+		Medium: l.Medium, Low: l.Low, Negligible: l.Negligible, Unknown: l.Unknown, Fixable: l.Fixable,
+		Findings: l.Findings}.summary()
+	if l.SStatus != nil {
+		sum.Scan = &report.ScanStatus{
+			Digest: l.Digest, Image: deref(l.SImage), Namespace: deref(l.SNamespace), Scanner: deref(l.SScanner),
+			Job: deref(l.SJob), State: report.ScanState(*l.SStatus), Reason: deref(l.SReason),
+			Message: deref(l.SMessage), Attempt: derefInt(l.SAttempt), UpdatedAt: l.SUpdatedAt.UTC(),
+		}
+	}
+	return sum
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func derefInt(i *int) int {
+	if i == nil {
+		return 0
+	}
+	return *i
+}
+
+// ListQuery selects a page of summaries.
+type ListQuery struct {
+	Limit       int
+	Cursor      string
+	MinSeverity report.Severity // Unknown = no filter
+	FixableOnly bool
+	Text        string
+	Sort        string // field or -field; see sortColumns
+}
+
+// ListPage is one page of summaries.
+type ListPage struct {
+	Items      []report.Summary
+	NextCursor string
+	Total      int64
+}
+
+var sortColumns = map[string]string{
+	"critical": "r.critical", "high": "r.high", "medium": "r.medium", "low": "r.low",
+	"scannedAt": "r.scanned_at", "image": "r.image",
+}
+
+// ValidSort reports whether s is an accepted sort key.
+func ValidSort(s string) bool {
+	_, ok := sortColumns[strings.TrimPrefix(s, "-")]
+	return ok
+}
+
+type cursor struct {
+	Sort   string `json:"s"`
+	Value  any    `json:"v"`
+	Digest string `json:"d"`
+}
+
+// ListReports returns one page of summaries using keyset pagination on
+// (sort column, digest), so deep pages cost the same as the first.
+func (s *Store) ListReports(ctx context.Context, q ListQuery) (*ListPage, error) {
+	if q.Sort == "" {
+		q.Sort = "-scannedAt"
+	}
+	field := strings.TrimPrefix(q.Sort, "-")
+	col, ok := sortColumns[field]
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown sort %q", ErrBadCursor, q.Sort)
+	}
+	desc := strings.HasPrefix(q.Sort, "-")
+	var where []string
+	var args []any
+	if q.MinSeverity > report.Unknown {
+		where = append(where, "r.max_severity >= ?")
+		args = append(args, int(q.MinSeverity))
+	}
+	if q.FixableOnly {
+		where = append(where, "r.fixable > 0")
+	}
+	if t := strings.TrimSpace(q.Text); t != "" {
+		// A UNION of two index-driven sets (trigram on image, lower(vuln_id)
+		// on findings) instead of an OR, which forces a scan of every report.
+		where = append(where, `r.digest IN (SELECT digest FROM reports WHERE image ILIKE ? ESCAPE '\'
+ UNION SELECT digest FROM findings WHERE lower(vuln_id) = lower(?))`)
+		args = append(args, "%"+likeEscape(t)+"%", t)
+	}
+	page := &ListPage{}
+	countSQL := "SELECT count(*) FROM reports r" + whereSQL(where)
+	if err := s.db.WithContext(ctx).Raw(countSQL, args...).Scan(&page.Total).Error; err != nil {
+		return nil, s.fail("count reports", err)
+	}
+	if q.Cursor != "" {
+		c, err := decodeCursor(q.Cursor, q.Sort)
+		if err != nil {
+			return nil, err
+		}
+		op := ">"
+		if desc {
+			op = "<"
+		}
+		where = append(where, fmt.Sprintf("(%s, r.digest) %s (?, ?)", col, op))
+		args = append(args, c.Value, c.Digest)
+	}
+	dir := "ASC"
+	if desc {
+		dir = "DESC"
+	}
+	sql := fmt.Sprintf("%s%s ORDER BY %s %s, r.digest %s LIMIT %d", listSelect, whereSQL(where), col, dir, dir, q.Limit+1)
+	var rows []listRow
+	if err := s.db.WithContext(ctx).Raw(sql, args...).Scan(&rows).Error; err != nil {
+		return nil, s.fail("list reports", err)
+	}
+	if len(rows) > q.Limit {
+		rows = rows[:q.Limit]
+		page.NextCursor = encodeCursor(q.Sort, field, rows[len(rows)-1])
+	}
+	page.Items = make([]report.Summary, len(rows))
+	for i, r := range rows {
+		page.Items[i] = r.summary()
+	}
+	return page, nil
+}
+
+func whereSQL(w []string) string {
+	if len(w) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(w, " AND ")
+}
+
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+func encodeCursor(sort, field string, last listRow) string {
+	var v any
+	switch field {
+	case "critical":
+		v = last.Critical
+	case "high":
+		v = last.High
+	case "medium":
+		v = last.Medium
+	case "low":
+		v = last.Low
+	case "scannedAt":
+		v = last.ScannedAt.UTC().Format(time.RFC3339Nano)
+	case "image":
+		v = last.Image
+	}
+	b, _ := json.Marshal(cursor{Sort: sort, Value: v, Digest: last.Digest})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s, sort string) (cursor, error) {
+	var c cursor
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || json.Unmarshal(b, &c) != nil {
+		return c, fmt.Errorf("%w: not a cursor from this API", ErrBadCursor)
+	}
+	if c.Sort != sort {
+		return c, fmt.Errorf("%w: cursor was made for sort %q, not %q", ErrBadCursor, c.Sort, sort)
+	}
+	if _, err := report.ParseDigest(c.Digest); err != nil {
+		return c, fmt.Errorf("%w: %v", ErrBadCursor, err)
+	}
+	switch v := c.Value.(type) {
+	case float64:
+		c.Value = int64(v)
+	case string:
+		if strings.TrimPrefix(sort, "-") == "scannedAt" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return c, fmt.Errorf("%w: bad time", ErrBadCursor)
+			}
+			c.Value = t
+		}
+	default:
+		return c, fmt.Errorf("%w: bad value", ErrBadCursor)
+	}
+	return c, nil
+}
+
+// Scanned is one answer of a batch lookup.
+type Scanned struct {
+	Digest    string
+	ScannedAt time.Time
+}
+
+// Lookup returns, for the given (validated) digests, those that have a
+// report. It sends the digests as one array parameter, so 10,000 digests
+// are one index-driven query.
+func (s *Store) Lookup(ctx context.Context, digests []string) ([]Scanned, error) {
+	if len(digests) == 0 {
+		return []Scanned{}, nil
+	}
+	for _, d := range digests {
+		if _, err := report.ParseDigest(d); err != nil {
+			return nil, err
+		}
+	}
+	arr := "{" + strings.Join(digests, ",") + "}"
+	var rows []reportRow
+	err := s.db.WithContext(ctx).Raw("SELECT digest, scanned_at FROM reports WHERE digest = ANY(?::text[])", arr).Scan(&rows).Error
+	if err != nil {
+		return nil, s.fail("lookup reports", err)
+	}
+	out := make([]Scanned, len(rows))
+	for i, r := range rows {
+		out[i] = Scanned{Digest: r.Digest, ScannedAt: r.ScannedAt.UTC()}
+	}
+	return out, nil
+}

@@ -1,0 +1,185 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+
+	"github.com/klauspost/compress/zstd"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
+)
+
+// Encoders are safe for concurrent EncodeAll/DecodeAll.
+var (
+	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(1<<30))
+)
+
+// PutResult says what PutReport did.
+type PutResult struct {
+	Created   bool // no report existed for the digest
+	Unchanged bool // the same bytes were stored already; only timestamps moved
+	Summary   report.Summary
+}
+
+// PutReport stores a report by digest in one transaction: a new digest is
+// inserted; the same bytes again only refresh stored_at (and a newly given
+// image reference); a different report replaces the summary, findings and
+// BOM atomically.
+func (s *Store) PutReport(ctx context.Context, r *report.Report) (PutResult, error) {
+	hash := sha256.Sum256(r.Raw)
+	var res PutResult
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var cur reportRow
+		found, err := lockReport(tx, r.Digest, &cur)
+		if err != nil {
+			return err
+		}
+		if !found {
+			row := summaryRow(&r.Summary, hash[:])
+			ins := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
+			if ins.Error != nil {
+				return ins.Error
+			}
+			if ins.RowsAffected == 1 {
+				res.Created = true
+				res.Summary = row.summary()
+				return writeContents(tx, r)
+			}
+			// A concurrent upload inserted it first: replace it instead.
+			if found, err = lockReport(tx, r.Digest, &cur); err != nil || !found {
+				return errors.Join(err, fmt.Errorf("report %s vanished during upsert", r.Digest))
+			}
+		}
+		if bytes.Equal(cur.BOMSHA256, hash[:]) {
+			upd := map[string]any{"stored_at": r.StoredAt}
+			if r.Image != "" && r.Image != cur.Image {
+				upd["image"] = r.Image
+				cur.Image = r.Image
+			}
+			if err := tx.Model(&reportRow{}).Where("digest = ?", r.Digest).Updates(upd).Error; err != nil {
+				return err
+			}
+			cur.StoredAt = r.StoredAt
+			res.Unchanged = true
+			res.Summary = cur.summary()
+			return nil
+		}
+		row := summaryRow(&r.Summary, hash[:])
+		if row.Image == "" {
+			row.Image = cur.Image
+		}
+		row.CreatedAt = cur.CreatedAt
+		if err := tx.Select("*").Where("digest = ?", r.Digest).Updates(&row).Error; err != nil {
+			return err
+		}
+		if err := tx.Where("digest = ?", r.Digest).Delete(&findingRow{}).Error; err != nil {
+			return err
+		}
+		res.Summary = row.summary()
+		return writeContents(tx, r)
+	})
+	return res, s.fail("put report", err)
+}
+
+func lockReport(tx *gorm.DB, digest string, into *reportRow) (bool, error) {
+	q := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("digest = ?", digest).Limit(1).Find(into)
+	return q.RowsAffected == 1, q.Error
+}
+
+// writeContents writes the findings and the compressed BOM of r.
+func writeContents(tx *gorm.DB, r *report.Report) error {
+	if err := insertFindings(tx, r.Digest, findingRows(r.Digest, r.FindingList)); err != nil {
+		return fmt.Errorf("insert findings: %w", err)
+	}
+	bom := bomRow{Digest: r.Digest, Encoding: "zstd", Size: int64(len(r.Raw)), Data: zenc.EncodeAll(r.Raw, nil)}
+	return tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&bom).Error
+}
+
+// FindingOrder orders a report's findings.
+type FindingOrder string
+
+// Finding orders.
+const (
+	BySeverity FindingOrder = "severity"
+	ByID       FindingOrder = "id"
+	ByPackage  FindingOrder = "package"
+)
+
+// GetReport returns a report's summary (with scan status) and findings.
+func (s *Store) GetReport(ctx context.Context, digest string, order FindingOrder) (*report.Report, error) {
+	sum, err := s.GetSummary(ctx, digest)
+	if err != nil {
+		return nil, err
+	}
+	orderBy := "severity DESC, cvss_score DESC NULLS LAST, vuln_id, pkg_name"
+	switch order {
+	case ByID:
+		orderBy = "vuln_id, pkg_name, pkg_version"
+	case ByPackage:
+		orderBy = "pkg_name, pkg_version, vuln_id"
+	}
+	var rows []findingRow
+	if err := s.db.WithContext(ctx).Where("digest = ?", digest).Order(orderBy).Find(&rows).Error; err != nil {
+		return nil, s.fail("get findings", err)
+	}
+	r := &report.Report{Summary: *sum, FindingList: make([]report.Finding, len(rows))}
+	for i, f := range rows {
+		r.FindingList[i] = f.finding()
+	}
+	return r, nil
+}
+
+// GetSummary returns one report's summary with its scan status.
+func (s *Store) GetSummary(ctx context.Context, digest string) (*report.Summary, error) {
+	var rows []listRow
+	err := s.db.WithContext(ctx).Raw(listSelect+" WHERE r.digest = ?", digest).Scan(&rows).Error
+	if err != nil {
+		return nil, s.fail("get report", err)
+	}
+	if len(rows) == 0 {
+		return nil, ErrNotFound
+	}
+	sum := rows[0].summary()
+	return &sum, nil
+}
+
+// GetBOM returns the original bytes of a report's BOM.
+func (s *Store) GetBOM(ctx context.Context, digest string) ([]byte, error) {
+	var row bomRow
+	q := s.db.WithContext(ctx).Where("digest = ?", digest).Limit(1).Find(&row)
+	if q.Error != nil {
+		return nil, s.fail("get bom", q.Error)
+	}
+	if q.RowsAffected == 0 {
+		return nil, ErrNotFound
+	}
+	if row.Encoding != "zstd" {
+		return nil, fmt.Errorf("bom of %s: unknown encoding %q", digest, row.Encoding)
+	}
+	raw, err := zdec.DecodeAll(row.Data, make([]byte, 0, row.Size))
+	if err != nil {
+		return nil, fmt.Errorf("decompress bom of %s: %w", digest, err)
+	}
+	return raw, nil
+}
+
+// DeleteReport deletes a report with its findings and BOM and returns the
+// deleted summary.
+func (s *Store) DeleteReport(ctx context.Context, digest string) (*report.Summary, error) {
+	var rows []reportRow
+	err := s.db.WithContext(ctx).Clauses(clause.Returning{}).Where("digest = ?", digest).Delete(&rows).Error
+	if err != nil {
+		return nil, s.fail("delete report", err)
+	}
+	if len(rows) == 0 {
+		return nil, ErrNotFound
+	}
+	sum := rows[0].summary()
+	return &sum, nil
+}

@@ -1,0 +1,73 @@
+package store
+
+import (
+	"context"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
+)
+
+// TopVulnerability is a vulnerability and how many images carry it.
+type TopVulnerability struct {
+	ID       string
+	Severity report.Severity
+	Images   int
+}
+
+// Stats are the dashboard totals.
+type Stats struct {
+	Images, Findings, Fixable int
+	Counts                    report.Counts
+	Scans                     map[report.ScanState]int
+	TopImages                 []report.Summary
+	TopVulnerabilities        []TopVulnerability
+}
+
+// Stats computes the dashboard totals.
+func (s *Store) Stats(ctx context.Context) (*Stats, error) {
+	db := s.db.WithContext(ctx)
+	var t struct {
+		Images, Findings, Fixable                        int
+		Critical, High, Medium, Low, Negligible, Unknown int
+	}
+	err := db.Raw(`SELECT count(*) AS images, coalesce(sum(findings),0) AS findings, coalesce(sum(fixable),0) AS fixable,
+ coalesce(sum(critical),0) AS critical, coalesce(sum(high),0) AS high, coalesce(sum(medium),0) AS medium,
+ coalesce(sum(low),0) AS low, coalesce(sum(negligible),0) AS negligible, coalesce(sum(unknown),0) AS unknown
+ FROM reports`).Scan(&t).Error
+	if err != nil {
+		return nil, s.fail("stats totals", err)
+	}
+	st := &Stats{Images: t.Images, Findings: t.Findings, Fixable: t.Fixable,
+		Counts: report.Counts{Critical: t.Critical, High: t.High, Medium: t.Medium, Low: t.Low, Negligible: t.Negligible, Unknown: t.Unknown},
+		Scans:  map[report.ScanState]int{}}
+	var byStatus []struct {
+		Status string
+		N      int
+	}
+	if err := db.Raw("SELECT status, count(*) AS n FROM scans GROUP BY status").Scan(&byStatus).Error; err != nil {
+		return nil, s.fail("stats scans", err)
+	}
+	for _, b := range byStatus {
+		st.Scans[report.ScanState(b.Status)] = b.N
+	}
+	var top []listRow
+	if err := db.Raw(listSelect + " ORDER BY r.critical DESC, r.high DESC, r.medium DESC, r.digest LIMIT 10").Scan(&top).Error; err != nil {
+		return nil, s.fail("stats top images", err)
+	}
+	for _, r := range top {
+		st.TopImages = append(st.TopImages, r.summary())
+	}
+	var tv []struct {
+		VulnID   string
+		Severity int
+		Images   int
+	}
+	err = db.Raw(`SELECT vuln_id, max(severity) AS severity, count(DISTINCT digest) AS images FROM findings
+ GROUP BY vuln_id ORDER BY max(severity) DESC, count(DISTINCT digest) DESC, vuln_id LIMIT 10`).Scan(&tv).Error
+	if err != nil {
+		return nil, s.fail("stats top vulnerabilities", err)
+	}
+	for _, v := range tv {
+		st.TopVulnerabilities = append(st.TopVulnerabilities, TopVulnerability{ID: v.VulnID, Severity: report.Severity(v.Severity), Images: v.Images})
+	}
+	return st, nil
+}

@@ -1,0 +1,62 @@
+package store
+
+import (
+	"context"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
+)
+
+// maxAffected bounds the images listed for one vulnerability.
+const maxAffected = 1000
+
+// Affected is one image carrying a vulnerability.
+type Affected struct {
+	Digest, Image, Package, Version string
+	FixedIn                         []string
+}
+
+// Vulnerability is what is known about one vulnerability id across images.
+type Vulnerability struct {
+	ID          string
+	Severity    report.Severity
+	Description string
+	URL         string
+	Images      []Affected
+}
+
+// GetVulnerability lists the images carrying vulnerability id (case-insensitive).
+func (s *Store) GetVulnerability(ctx context.Context, id string) (*Vulnerability, error) {
+	var rows []struct {
+		VulnID, Description, Digest, PkgName, PkgVersion, Image string
+		URL                                                     string `gorm:"column:url"`
+		Severity                                                int
+		FixedIn                                                 []string `gorm:"serializer:json"`
+	}
+	err := s.db.WithContext(ctx).Raw(`SELECT f.vuln_id, f.severity, f.description, f.url, f.digest, f.pkg_name,
+ f.pkg_version, f.fixed_in, r.image FROM findings f JOIN reports r ON r.digest = f.digest
+ WHERE lower(f.vuln_id) = lower(?) ORDER BY r.image, f.digest, f.pkg_name LIMIT ?`, id, maxAffected).Scan(&rows).Error
+	if err != nil {
+		return nil, s.fail("get vulnerability", err)
+	}
+	if len(rows) == 0 {
+		return nil, ErrNotFound
+	}
+	v := &Vulnerability{ID: rows[0].VulnID, Images: make([]Affected, len(rows))}
+	for i, r := range rows {
+		if sev := report.Severity(r.Severity); sev > v.Severity {
+			v.Severity = sev
+		}
+		if v.Description == "" {
+			v.Description = r.Description
+		}
+		if v.URL == "" {
+			v.URL = r.URL
+		}
+		fixed := r.FixedIn
+		if fixed == nil {
+			fixed = []string{}
+		}
+		v.Images[i] = Affected{Digest: r.Digest, Image: r.Image, Package: r.PkgName, Version: r.PkgVersion, FixedIn: fixed}
+	}
+	return v, nil
+}

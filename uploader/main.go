@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run uploads one report and returns the process exit code.
+func run(ctx context.Context, args []string, env func(string) string, stderr io.Writer) int {
+	cfg, err := parseConfig(args, env, stderr)
+	if errors.Is(err, errHelp) {
+		return ExitOK
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("digest", cfg.Digest, "image", cfg.Image)
+	if err != nil {
+		log.Error("invalid configuration", "err", err.Error(), "exit_code", ExitUsage)
+		return ExitUsage
+	}
+	code := upload(ctx, cfg, log)
+	if code != ExitOK {
+		log.Info("uploader finished", "exit_code", code)
+	}
+	return code
+}
+
+func upload(ctx context.Context, cfg Config, log *slog.Logger) int {
+	report, err := readReport(cfg.BOMFile, cfg.MaxBOMBytes)
+	if err != nil {
+		log.Error("report invalid", "bom_file", cfg.BOMFile, "err", err.Error())
+		return ExitInvalidReport
+	}
+	token, err := readToken(cfg.TokenFile)
+	if err != nil {
+		log.Error("token unreadable", "token_file", cfg.TokenFile, "err", err.Error())
+		return ExitTokenInvalid
+	}
+	body, err := gzipBytes(report)
+	if err != nil {
+		log.Error("compress report", "err", err.Error())
+		return ExitFailure
+	}
+	endpoint, err := endpointURL(cfg.APIURL, cfg.Digest, cfg.Image)
+	if err != nil {
+		log.Error("invalid configuration", "err", err.Error())
+		return ExitUsage
+	}
+	log.Info("uploading report", "bom_file", cfg.BOMFile, "bytes", len(report), "gzip_bytes", len(body),
+		"api_url", cfg.APIURL, "max_attempts", cfg.MaxAttempts, "deadline", cfg.Deadline.String())
+	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
+	defer cancel()
+	u := &uploader{
+		client:      &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+		endpoint:    endpoint,
+		token:       token,
+		timeout:     cfg.Timeout,
+		maxAttempts: cfg.MaxAttempts,
+		backoff:     backoff{base: cfg.BaseDelay, max: cfg.MaxDelay},
+		log:         log,
+		sleep:       sleepCtx,
+	}
+	start := time.Now()
+	err = u.upload(ctx, body)
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, errRejected):
+		return ExitRejected
+	default:
+		log.Error("upload failed", "err", err.Error(), "elapsed_ms", time.Since(start).Milliseconds())
+		return ExitUnreachable
+	}
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+)
+
+// TestRetriesUntilAPIComesBack: the API is down when the uploader starts;
+// it keeps retrying with backoff and succeeds once the API is restarted.
+func TestRetriesUntilAPIComesBack(t *testing.T) {
+	f := fixture(t, "alpine")
+	srv := apitest.Start(t)
+	srv.Close()
+	logs := &syncBuffer{}
+	in := invocation{api: srv.URL, bom: filepath.Join(fixtureDir, f.File), digest: f.Digest, image: f.Image,
+		tokenFile: tokenFile(t, srv.Token), extra: []string{"--max-attempts", "100"}}
+	done := make(chan int, 1)
+	go func() { done <- runUploader(t, in, logs) }()
+
+	deadline := time.Now().Add(20 * time.Second)
+	for logs.count(t, "upload attempt failed, retrying") < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("uploader did not retry; logs:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	srv.Restart()
+	select {
+	case code := <-done:
+		if code != ExitOK {
+			t.Fatalf("exit %d after the API came back", code)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("uploader did not finish after the API came back")
+	}
+	if code := getJSON(t, srv, "/api/v1/reports/"+f.Digest, nil); code != http.StatusOK {
+		t.Fatalf("report not stored after retry: GET %d", code)
+	}
+}
+
+// TestRetriesOn5xx: a reverse proxy in front of the real API answers 503
+// twice (a stand-in for an overloaded or restarting API behind a Service),
+// then forwards; the uploader retries and the real API stores the report.
+func TestRetriesOn5xx(t *testing.T) {
+	f := fixture(t, "debian")
+	srv := apitest.Start(t)
+	target, _ := url.Parse(srv.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var calls atomic.Int32
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) <= 2 {
+			http.Error(w, `{"error":{"code":"unavailable","message":"try later"}}`, http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	logs := &syncBuffer{}
+	in := invocation{api: front.URL, bom: filepath.Join(fixtureDir, f.File), digest: f.Digest, image: f.Image,
+		tokenFile: tokenFile(t, srv.Token)}
+	if code := runUploader(t, in, logs); code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	if calls.Load() != 3 || logs.count(t, "upload attempt failed, retrying") != 2 {
+		t.Fatalf("calls %d, retries logged %d; want 3 and 2", calls.Load(), logs.count(t, "upload attempt failed, retrying"))
+	}
+	if code := getJSON(t, srv, "/api/v1/reports/"+f.Digest, nil); code != http.StatusOK {
+		t.Fatalf("GET after 5xx retries: %d", code)
+	}
+}

@@ -1,0 +1,137 @@
+// The one typed client for results-api's REST surface (/api/v1). Every view
+// talks to the server through it; it owns URLs, query strings, JSON decoding
+// and the error shape.
+import type {
+  ApiErrorBody,
+  FindingSort,
+  ReportDetail,
+  ReportList,
+  ReportQuery,
+  ScanList,
+  ScanState,
+  Stats,
+  Vulnerability,
+} from './types';
+
+/** A non-2xx answer (code/message from the JSON error body) or a network failure (status 0). */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+  }
+
+  get notFound(): boolean {
+    return this.status === 404;
+  }
+}
+
+export interface ClientOptions {
+  /** Origin of results-api; empty means same origin (how the UI is served). */
+  baseUrl?: string;
+  fetch?: typeof fetch;
+  /** Per-request timeout. */
+  timeoutMs?: number;
+}
+
+export type Client = ReturnType<typeof createClient>;
+
+const PREFIX = '/api/v1';
+
+export function createClient(options: ClientOptions = {}) {
+  const base = (options.baseUrl ?? '').replace(/\/+$/, '');
+  const doFetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  const timeoutMs = options.timeoutMs ?? 15_000;
+
+  function url(path: string, query?: Record<string, string | number | boolean | undefined>): string {
+    const qs = new URLSearchParams();
+    for (const [k, v] of Object.entries(query ?? {})) {
+      if (v !== undefined && v !== '' && v !== false) qs.set(k, String(v));
+    }
+    const s = qs.toString();
+    return `${base}${PREFIX}${path}${s ? `?${s}` : ''}`;
+  }
+
+  async function request(input: string, init: RequestInit = {}): Promise<Response> {
+    const ctl = new AbortController();
+    const timer = setTimeout(() => ctl.abort(), timeoutMs);
+    const outer = init.signal;
+    outer?.addEventListener('abort', () => ctl.abort(), { once: true });
+    let res: Response;
+    try {
+      res = await doFetch(input, { ...init, signal: ctl.signal });
+    } catch (err) {
+      if (outer?.aborted) throw err;
+      const why = ctl.signal.aborted ? 'request timed out' : 'network error';
+      throw new ApiError(0, 'network', `${why}: ${(err as Error).message}`);
+    } finally {
+      clearTimeout(timer);
+    }
+    if (!res.ok) throw await toError(res);
+    return res;
+  }
+
+  async function json<T>(input: string, init?: RequestInit): Promise<T> {
+    const res = await request(input, { ...init, headers: { Accept: 'application/json', ...init?.headers } });
+    return (await res.json()) as T;
+  }
+
+  return {
+    listReports(query: ReportQuery = {}, signal?: AbortSignal): Promise<ReportList> {
+      return json(url('/reports', query), { signal });
+    },
+    getReport(digest: string, sort?: FindingSort, signal?: AbortSignal): Promise<ReportDetail> {
+      return json(url(`/reports/${seg(digest)}`, { sort }), { signal });
+    },
+    async deleteReport(digest: string, token: string): Promise<void> {
+      await request(url(`/reports/${seg(digest)}`), {
+        method: 'DELETE',
+        headers: token ? { Authorization: `Bearer ${token}` } : {},
+      });
+    },
+    bomUrl(digest: string): string {
+      return url(`/reports/${seg(digest)}/bom`);
+    },
+    getVulnerability(id: string, signal?: AbortSignal): Promise<Vulnerability> {
+      return json(url(`/vulnerabilities/${seg(id)}`), { signal });
+    },
+    listScans(query: { status?: ScanState; limit?: number } = {}, signal?: AbortSignal): Promise<ScanList> {
+      return json(url('/scans', query), { signal });
+    },
+    getStats(signal?: AbortSignal): Promise<Stats> {
+      return json(url('/stats'), { signal });
+    },
+  };
+}
+
+/** The WebSocket URL of /api/v1/events for a page served from `location`. */
+export function eventsUrl(location: { protocol: string; host: string }, baseUrl = ''): string {
+  if (baseUrl) return baseUrl.replace(/^http/, 'ws').replace(/\/+$/, '') + `${PREFIX}/events`;
+  const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  return `${scheme}//${location.host}${PREFIX}/events`;
+}
+
+/**
+ * Escapes one path segment. ':' is legal in a segment (RFC 3986 pchar) and is
+ * kept, because servers match "sha256:<hex>" against the raw path.
+ */
+function seg(s: string): string {
+  return encodeURIComponent(s).replace(/%3A/gi, ':');
+}
+
+async function toError(res: Response): Promise<ApiError> {
+  let code = `http_${res.status}`;
+  let message = res.statusText || `HTTP ${res.status}`;
+  try {
+    const body = (await res.json()) as Partial<ApiErrorBody>;
+    if (body.error?.code) code = body.error.code;
+    if (body.error?.message) message = body.error.message;
+  } catch {
+    // Not JSON (a proxy's error page): keep the status line.
+  }
+  return new ApiError(res.status, code, message);
+}

@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { advisoryUrl, relativeTime, repository, shortDigest } from './format';
+import { match } from './router';
+
+describe('formatting', () => {
+  it('links CVEs to NVD, GHSAs to GitHub, others to the given URL only when it is http(s)', () => {
+    expect(advisoryUrl('CVE-2024-12345')).toBe('https://nvd.nist.gov/vuln/detail/CVE-2024-12345');
+    expect(advisoryUrl('GHSA-xvch-5gv4-984h')).toBe('https://github.com/advisories/GHSA-xvch-5gv4-984h');
+    expect(advisoryUrl('ALPINE-13661', 'https://security.alpinelinux.org/x')).toBe('https://security.alpinelinux.org/x');
+    expect(advisoryUrl('ALPINE-13661', 'javascript:alert(1)')).toBeUndefined();
+  });
+
+  it('shortens digests and strips them from image references', () => {
+    const d = 'sha256:' + 'ab'.repeat(32);
+    expect(shortDigest(d)).toBe('abababababab');
+    expect(repository(`registry.local/team/app@${d}`)).toBe('registry.local/team/app');
+    expect(repository('nginx:1.27')).toBe('nginx:1.27');
+  });
+
+  it('says how long ago', () => {
+    const now = Date.parse('2026-11-21T12:00:00Z');
+    expect(relativeTime('2026-11-21T11:58:00Z', now)).toBe('2 minutes ago');
+    expect(relativeTime('2026-11-19T12:00:00Z', now)).toBe('2 days ago');
+    expect(relativeTime('not a time', now)).toBe('—');
+  });
+});
+
+describe('routes', () => {
+  it('matches the four views and falls back to not found', () => {
+    const d = 'sha256:' + '0'.repeat(64);
+    expect(match('/').name).toBe('overview');
+    expect(match('/images', '?q=x').query.get('q')).toBe('x');
+    expect(match(`/images/${d}`).params).toEqual({ digest: d });
+    expect(match('/vulnerabilities/CVE-2024-1').params).toEqual({ id: 'CVE-2024-1' });
+    expect(match('/images/sha256:xyz').name).toBe('notfound');
+  });
+});
