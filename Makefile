@@ -12,7 +12,7 @@ BIN := $(ROOT)/bin
 export PATH := $(BIN):$(PATH)
 export KUBEBUILDER_ASSETS ?= $(BIN)/k8s
 GO_TEST_FLAGS ?= -count=1 -timeout=20m
-GO_MODULES := hack/testsupport operator/api operator results-api uploader
+GO_MODULES := hack/testsupport operator/api operator results-api uploader hack/stack
 
 ##@ General
 
@@ -53,7 +53,7 @@ build-uploader: ## Build bin/uploader.
 ##@ Test
 
 .PHONY: test
-test: test-support test-operator test-results-api test-uploader test-web test-chart ## Run every test suite (what CI runs).
+test: lint test-support test-operator test-results-api test-uploader test-web test-chart ## Lint, then run every test suite (CI runs this, then make e2e).
 
 .PHONY: test-support
 test-support: kube-assets pg-install ## Smoke-test the real backends: envtest control plane, Postgres, JetStream.
@@ -110,8 +110,7 @@ stack-deps: kube-assets pg-install
 	cd hack/stack && CGO_ENABLED=0 go build -trimpath -o $(BIN)/stack ./cmd/stack
 
 .PHONY: bench
-bench: bench-operator ## Run the Go benchmarks and write the numbers to docs/benchmarks.md.
-	@echo "bench: benchmarks land with the results-api and operator issues"
+bench: bench-operator bench-results-api ## Run the Go benchmarks (numbers: docs/benchmarks.md; bench-e2e runs the scale benchmark).
 
 .PHONY: bench-operator
 bench-operator: kube-assets ## Operator benchmarks on envtest (heap, reconcile cost, lookups, latency); numbers go to docs/benchmarks.md.
@@ -121,11 +120,14 @@ bench-operator: kube-assets ## Operator benchmarks on envtest (heap, reconcile c
 
 .PHONY: lint
 lint: tool-golangci-lint ## Lint every Go module with the shared config.
-	for m in $(GO_MODULES); do (cd $$m && echo "lint $$m" && golangci-lint run --config $(ROOT)/.golangci.yml ./...); done
+	for m in $(GO_MODULES); do (cd $$m && echo "lint $$m" && golangci-lint run --allow-parallel-runners --config $(ROOT)/.golangci.yml ./...); done
 
 .PHONY: generate
-generate: generate-operator generate-web generate-chart ## Regenerate CRDs, deepcopy, OpenAPI types and the chart schema.
-	@echo "generate: nothing generated yet"
+generate: generate-operator generate-results-api generate-web generate-chart ## Regenerate CRDs, deepcopy, OpenAPI types and the chart schema.
+
+.PHONY: generate-results-api
+generate-results-api: tool-oapi-codegen ## Regenerate results-api's Go types (results-api/api/types.gen.go) from its OpenAPI document.
+	cd results-api/api && go generate ./...
 
 .PHONY: generate-web
 generate-web: web-deps ## Regenerate the web client's types (web/src/lib/api/schema.d.ts) from results-api/api/openapi.yaml.

@@ -34,35 +34,43 @@ func TestUnpullableImageFailsAndRetries(t *testing.T) {
 	if err := shared.Client.Create(ctx, workload.Pod(ns, "payments", private.Ref(), false)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, "failed scan reported and retried", func() error {
+	eventually(t, 2*time.Minute, "failed scan reported", func() error {
 		es := natsRec.of(private.Digest)
-		var done, retry *seen
-		for i := range es {
-			switch {
-			case es[i].Kind == "job.done" && done == nil:
-				done = &es[i]
-			case es[i].Kind == "image.needed" && done != nil && es[i].Reason == "retry":
-				retry = &es[i]
-			}
-		}
-		if done == nil || retry == nil {
+		i := index(es, "job.done")
+		if i < 0 {
 			return fmt.Errorf("events so far: %s", kinds(es))
 		}
-		if done.Outcome != "failed" || done.Reason != crowsnestv1alpha1.FailureImagePull {
-			return fmt.Errorf("job.done outcome %q reason %q, want failed/%s", done.Outcome, done.Reason, crowsnestv1alpha1.FailureImagePull)
+		if es[i].Outcome != "failed" || es[i].Reason != crowsnestv1alpha1.FailureImagePull {
+			return fmt.Errorf("job.done outcome %q reason %q, want failed/%s", es[i].Outcome, es[i].Reason, crowsnestv1alpha1.FailureImagePull)
 		}
-		if gap := retry.At.Sub(done.At); gap < shared.Options.RetryBackoff/2 {
+		return nil
+	})
+	// The failure shows in the Scanner's status until the retry starts
+	// (the retry backoff is 5s here).
+	eventually(t, 10*time.Second, "scanner status shows the pull failure", func() error {
+		var s crowsnestv1alpha1.Scanner
+		if err := shared.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: workload.ScannerName}, &s); err != nil {
+			return err
+		}
+		for _, f := range s.Status.RecentFailures {
+			if f.Digest == private.Digest && f.Reason == crowsnestv1alpha1.FailureImagePull {
+				return nil
+			}
+		}
+		return fmt.Errorf("status: %+v", s.Status)
+	})
+	eventually(t, 2*time.Minute, "retried after the backoff", func() error {
+		es := natsRec.of(private.Digest)
+		done := index(es, "job.done")
+		retry := indexReason(es, "image.needed", "retry")
+		if retry < done {
+			return fmt.Errorf("events so far: %s", kinds(es))
+		}
+		if gap := es[retry].At.Sub(es[done].At); gap < shared.Options.RetryBackoff/2 {
 			return fmt.Errorf("retried %s after the failure, want about the %s backoff", gap, shared.Options.RetryBackoff)
 		}
 		return nil
 	})
-	var s crowsnestv1alpha1.Scanner
-	if err := shared.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: workload.ScannerName}, &s); err != nil {
-		t.Fatal(err)
-	}
-	if len(s.Status.RecentFailures) == 0 || s.Status.RecentFailures[0].Reason != crowsnestv1alpha1.FailureImagePull {
-		t.Errorf("scanner status does not show the pull failure: %+v", s.Status)
-	}
 	eventually(t, 30*time.Second, "WebSocket shows the failure", func() error {
 		for _, e := range wsRec.of(private.Digest) {
 			if e.Kind == "scan.status" && e.Status == "failed" {

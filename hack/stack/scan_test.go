@@ -3,7 +3,6 @@ package stack_test
 import (
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -213,14 +212,6 @@ func TestRescan(t *testing.T) {
 	})
 
 	t.Run("deleting a report makes the operator rescan", func(t *testing.T) {
-		if os.Getenv("CROWSNEST_E2E_DELETE_RESCAN") == "" {
-			// Seen failing on this stack: the operator neither consumes
-			// crowsnest.report.deleted nor re-asks results-api about
-			// digests it saw scanned before the next rescanInterval, so a
-			// deleted report is not rescanned. Run with
-			// CROWSNEST_E2E_DELETE_RESCAN=1 once the operator does.
-			t.Skip("operator does not rescan deleted reports yet; set CROWSNEST_E2E_DELETE_RESCAN=1 to run")
-		}
 		debian := image(t, "debian")
 		if _, err := getReport(ctx, debian.Digest); err != nil {
 			t.Fatalf("TestScanLifecycle should have scanned debian: %v", err)

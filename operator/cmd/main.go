@@ -103,6 +103,7 @@ func start(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	var pub publish.Publisher = publish.Disabled{}
+	var deleted *controller.DeletedReports
 	if o.NATSURL != "" {
 		js, err := publish.Connect(o.NATSURL, o.PublishTimeout)
 		if err != nil {
@@ -110,6 +111,17 @@ func start(ctx context.Context, cfg *rest.Config, o Options) error {
 		}
 		defer js.Close()
 		pub = js
+		// A report deleted in results-api must be rescanned while its image
+		// still runs: reconcile every Scanner with a fresh lookup.
+		deleted = controller.NewDeletedReports(mgr.GetClient(), lookup.Forget)
+		unsubscribe, err := js.OnReportDeleted(deleted.Deleted)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = unsubscribe() }()
+		if err := mgr.Add(deleted); err != nil {
+			return err
+		}
 	}
 	uploaderURL := o.UploaderAPIURL
 	if uploaderURL == "" {
@@ -123,6 +135,9 @@ func start(ctx context.Context, cfg *rest.Config, o Options) error {
 			ServiceAccount: o.ScanServiceAccount, JobTTL: o.JobTTL, RetryBase: o.RetryBackoff, RetryMax: o.RetryBackoffMax,
 			LookupRetry: o.LookupRetry, PublishRetry: o.PublishRetry,
 		},
+	}
+	if deleted != nil {
+		r.Rescans = deleted.Events()
 	}
 	if err := r.SetupWithManager(mgr, o.Workers); err != nil {
 		return fmt.Errorf("set up scanner controller: %w", err)

@@ -415,6 +415,9 @@ type Vulnerability struct {
 	Url         *string         `json:"url,omitempty"`
 }
 
+// AuthUnavailable defines model for AuthUnavailable.
+type AuthUnavailable = Error
+
 // BadRequest defines model for BadRequest.
 type BadRequest = Error
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
@@ -53,6 +54,8 @@ type ScannerReconciler struct {
 	Publisher publish.Publisher
 	Options   Options
 	Now       func() time.Time
+	// Rescans, when set, are extra reconcile triggers (DeletedReports.Events).
+	Rescans <-chan event.GenericEvent
 
 	mu             sync.Mutex
 	lookupFailures map[types.NamespacedName]int

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/discovery"
@@ -47,11 +48,14 @@ func (r *ScannerReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&crowsnestv1alpha1.Scanner{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&batchv1.Job{}, builder.WithPredicates(jobChanged)).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.scannersForPod), builder.WithPredicates(podChanged)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.scannersForPod), builder.WithPredicates(podChanged))
+	if r.Rescans != nil {
+		b = b.WatchesRawSource(source.Channel(r.Rescans, &handler.EnqueueRequestForObject{}))
+	}
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
 		Named("scanner").
 		Complete(r)
 }

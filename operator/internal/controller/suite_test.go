@@ -120,6 +120,18 @@ func startOperator(t testing.TB, ns, apiURL, natsURL string, opts Options) *oper
 	}
 	r := &ScannerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("crowsnest-operator"),
 		Lookup: lookups, Publisher: pub, Options: opts}
+	if js, ok := pub.(*publish.JetStream); ok {
+		deleted := NewDeletedReports(mgr.GetClient(), lookups.Forget)
+		unsubscribe, err := js.OnReportDeleted(deleted.Deleted)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = unsubscribe() })
+		if err := mgr.Add(deleted); err != nil {
+			t.Fatal(err)
+		}
+		r.Rescans = deleted.Events()
+	}
 	if err := r.SetupWithManager(mgr, 2); err != nil {
 		t.Fatal(err)
 	}

@@ -109,6 +109,14 @@ func (c *Client) Lookup(ctx context.Context, want map[string]time.Time) (map[str
 	return out, nil
 }
 
+// Forget drops a digest's cached answer, so the next lookup asks
+// results-api again (used when a report.deleted event arrives).
+func (c *Client) Forget(digest string) {
+	c.mu.Lock()
+	delete(c.cache, digest)
+	c.mu.Unlock()
+}
+
 func (c *Client) store(batch []string, found map[string]time.Time, at time.Time) {
 	if c.opts.CacheTTL <= 0 {
 		return

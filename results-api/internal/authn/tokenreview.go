@@ -104,7 +104,7 @@ func (t *TokenReviewer) review(ctx context.Context, token string) error {
 	tr, err := t.client.Create(ctx, &authv1.TokenReview{Spec: authv1.TokenReviewSpec{
 		Token: token, Audiences: []string{t.o.Audience}}}, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("%w: tokenreview: %v", httpapi.ErrAuthUnavailable, err)
+		return fmt.Errorf("%w: tokenreview: %w", httpapi.ErrAuthUnavailable, err)
 	}
 	st := tr.Status
 	if !st.Authenticated || !slices.Contains(st.Audiences, t.o.Audience) {

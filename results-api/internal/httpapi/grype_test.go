@@ -146,7 +146,7 @@ func TestGrypeFixturesRoundTrip(t *testing.T) {
 		}
 	}
 	for _, s := range list.Items {
-		got = append(got, string(s.Digest))
+		got = append(got, s.Digest)
 	}
 	slices.Sort(want)
 	slices.Sort(got)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -18,8 +19,15 @@ import (
 
 const maxLookupDigests = 10000
 
+// digestParam reads the {digest} path segment. chi matches on the raw
+// (escaped) path when there is one, so a client that percent-encodes the
+// colon ("sha256%3A…") hands us the escaped form; unescape it first.
 func digestParam(r *http.Request) (string, error) {
-	return report.ParseDigest(chi.URLParam(r, "digest"))
+	p := chi.URLParam(r, "digest")
+	if u, err := url.PathUnescape(p); err == nil {
+		p = u
+	}
+	return report.ParseDigest(p)
 }
 
 func (s *Server) putReport(w http.ResponseWriter, r *http.Request) {

@@ -137,3 +137,32 @@ func TestBadInputStoresNothing(t *testing.T) {
 		t.Errorf("server down after bad input: %d", code)
 	}
 }
+
+// A client may percent-encode the digest's colon; chi then hands the
+// handler the escaped segment.
+func TestEncodedDigestPath(t *testing.T) {
+	c := newClient(t)
+	d := bomtest.Digest(10)
+	enc := strings.Replace(d, ":", "%3A", 1)
+	auth := []string{"Authorization", "Bearer " + c.srv.Token, "Content-Type", "application/json"}
+	if code, b := c.do(http.MethodPut, "/api/v1/reports/"+enc, constructed, auth...); code != http.StatusCreated {
+		t.Fatalf("PUT encoded: %d %s", code, b)
+	}
+	var det api.ReportDetail
+	c.getJSON("/api/v1/reports/"+enc, &det)
+	if det.Digest != d || det.FindingCount != 3 {
+		t.Errorf("GET encoded: digest %q, findings %d", det.Digest, det.FindingCount)
+	}
+	if code, raw := c.do(http.MethodGet, "/api/v1/reports/"+enc+"/bom", nil); code != 200 || !bytes.Equal(raw, constructed) {
+		t.Errorf("GET encoded bom: %d, byte-identical %v", code, bytes.Equal(raw, constructed))
+	}
+	if code, b := c.do(http.MethodGet, "/api/v1/reports/sha256%3AXYZ", nil); code != 400 || errorCode(t, b) != "invalid_digest" {
+		t.Errorf("GET encoded bad digest: %d %s", code, b)
+	}
+	if code, _ := c.do(http.MethodDelete, "/api/v1/reports/"+enc, nil, auth[:2]...); code != http.StatusNoContent {
+		t.Fatalf("DELETE encoded: %d", code)
+	}
+	if code, _ := c.do(http.MethodGet, "/api/v1/reports/"+d, nil); code != 404 {
+		t.Errorf("after encoded delete: %d", code)
+	}
+}

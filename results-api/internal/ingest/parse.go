@@ -26,9 +26,9 @@ func Parse(raw []byte, o Options) (*report.Report, error) {
 	if err := json.Unmarshal(raw, &bom); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) || strings.Contains(err.Error(), "unexpected end of JSON input") {
-			return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
+			return nil, fmt.Errorf("%w: %w", ErrNotJSON, err)
 		}
-		return nil, fmt.Errorf("%w: %v", ErrInvalidBOM, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidBOM, err)
 	}
 	if bom.BOMFormat != cdx.BOMFormat {
 		return nil, fmt.Errorf("%w: bomFormat is %q, want %q", ErrNotCycloneDX, clip(bom.BOMFormat), cdx.BOMFormat)

@@ -42,7 +42,7 @@ func ReadBody(r io.Reader, contentEncoding string, max int64) ([]byte, error) {
 			if isTooLarge(err) {
 				return nil, ErrTooLarge
 			}
-			return nil, fmt.Errorf("%w: %v", ErrBadGzip, err)
+			return nil, fmt.Errorf("%w: %w", ErrBadGzip, err)
 		}
 		defer zr.Close()
 		r = zr
@@ -55,7 +55,7 @@ func ReadBody(r io.Reader, contentEncoding string, max int64) ([]byte, error) {
 	case isTooLarge(err) || n > max:
 		return nil, fmt.Errorf("%w: limit is %d bytes", ErrTooLarge, max)
 	case errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF):
-		return nil, fmt.Errorf("%w: %v", ErrBadGzip, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadGzip, err)
 	case err != nil:
 		return nil, fmt.Errorf("read body: %w", err)
 	case n == 0:

@@ -93,23 +93,6 @@ func (r reportRow) summary() report.Summary {
 	}
 }
 
-func findingRows(digest string, fs []report.Finding) []findingRow {
-	rows := make([]findingRow, len(fs))
-	for i, f := range fs {
-		fixed := f.FixedIn
-		if fixed == nil {
-			fixed = []string{}
-		}
-		rows[i] = findingRow{
-			Digest: digest, VulnID: f.ID, Source: f.Source, Severity: int(f.Severity),
-			CVSSScore: f.CVSSScore, CVSSVector: f.CVSSVector,
-			PkgName: f.Package.Name, PkgVersion: f.Package.Version, PkgType: f.Package.Type, PURL: f.Package.PURL,
-			FixedIn: fixed, Fixable: f.Fixable(), Description: f.Description, URL: f.URL,
-		}
-	}
-	return rows
-}
-
 func (f findingRow) finding() report.Finding {
 	return report.Finding{
 		ID: f.VulnID, Source: f.Source, Severity: report.Severity(f.Severity),

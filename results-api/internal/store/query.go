@@ -215,7 +215,7 @@ func decodeCursor(s, sort string) (cursor, error) {
 		return c, fmt.Errorf("%w: cursor was made for sort %q, not %q", ErrBadCursor, c.Sort, sort)
 	}
 	if _, err := report.ParseDigest(c.Digest); err != nil {
-		return c, fmt.Errorf("%w: %v", ErrBadCursor, err)
+		return c, fmt.Errorf("%w: %w", ErrBadCursor, err)
 	}
 	switch v := c.Value.(type) {
 	case float64:
