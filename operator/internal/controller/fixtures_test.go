@@ -1,11 +1,9 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"sort"
 	"testing"
 	"time"
@@ -140,28 +138,10 @@ func exitedState(code int32, msg string) *corev1.ContainerState {
 	return &corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: "Error", Message: msg}}
 }
 
-// putReport uploads a small valid CycloneDX BOM (constructed here, not a
-// Grype fixture) to the real results-api, as the uploader would.
+// putReport uploads a small constructed CycloneDX BOM to the real results-api.
 func putReport(t testing.TB, srv *apitest.Server, digest string) {
 	t.Helper()
-	bom := `{"bomFormat":"CycloneDX","specVersion":"1.6","version":1,
-"metadata":{"component":{"bom-ref":"img","type":"container","name":"registry.example/demo","version":"` + digest + `"}},
-"components":[{"bom-ref":"pkg:apk/alpine/musl@1.2.5","type":"library","name":"musl","version":"1.2.5","purl":"pkg:apk/alpine/musl@1.2.5"}],
-"vulnerabilities":[{"bom-ref":"v1","id":"CVE-2026-0001","source":{"name":"alpine:distro:alpine:3.20"},"ratings":[{"severity":"high"}],"affects":[{"ref":"pkg:apk/alpine/musl@1.2.5"}]}]}`
-	req, err := http.NewRequest(http.MethodPut, srv.URL+"/api/v1/reports/"+digest+"?image=registry.example/demo@"+digest, bytes.NewBufferString(bom))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+srv.Token)
-	req.Header.Set("Content-Type", "application/vnd.cyclonedx+json")
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		t.Fatalf("PUT report %s: HTTP %d", digest, resp.StatusCode)
-	}
+	srv.PutReport(t, digest, nil)
 }
 
 func getScanner(t testing.TB, ns string) *crowsnestv1alpha1.Scanner {

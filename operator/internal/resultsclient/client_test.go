@@ -1,10 +1,8 @@
 package resultsclient
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -20,29 +18,8 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 func digest(i int) string { return fmt.Sprintf("sha256:%064x", i) }
 
-// putReport uploads a small, valid CycloneDX BOM (constructed here, not a
-// Grype fixture) for digest.
-func putReport(t *testing.T, srv *apitest.Server, d string) {
-	t.Helper()
-	bom := `{"bomFormat":"CycloneDX","specVersion":"1.6","version":1,
-"metadata":{"component":{"bom-ref":"img","type":"container","name":"registry.example/demo","version":"` + d + `"}},
-"components":[{"bom-ref":"pkg:apk/alpine/musl@1.2.5","type":"library","name":"musl","version":"1.2.5","purl":"pkg:apk/alpine/musl@1.2.5"}],
-"vulnerabilities":[{"bom-ref":"v1","id":"CVE-2026-0001","source":{"name":"alpine:distro:alpine:3.20"},"ratings":[{"severity":"high"}],"affects":[{"ref":"pkg:apk/alpine/musl@1.2.5"}]}]}`
-	req, err := http.NewRequest(http.MethodPut, srv.URL+"/api/v1/reports/"+d+"?image=registry.example/demo@"+d, bytes.NewBufferString(bom))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+srv.Token)
-	req.Header.Set("Content-Type", "application/vnd.cyclonedx+json")
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		t.Fatalf("PUT report %s: HTTP %d", d, resp.StatusCode)
-	}
-}
+// putReport uploads a small constructed CycloneDX BOM to the real results-api.
+func putReport(t *testing.T, srv *apitest.Server, d string) { t.Helper(); srv.PutReport(t, d, nil) }
 
 func TestLookupBatchesAndCaches(t *testing.T) {
 	srv := apitest.Start(t)
