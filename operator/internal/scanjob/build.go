@@ -95,7 +95,7 @@ func Build(p Params) *batchv1.Job {
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
-					ServiceAccountName:           p.ServiceAccount,
+					ServiceAccountName:           serviceAccount(p.ServiceAccount),
 					AutomountServiceAccountToken: ptr.To(false),
 					EnableServiceLinks:           ptr.To(false),
 					SecurityContext: &corev1.PodSecurityContext{
@@ -205,4 +205,14 @@ func restricted() *corev1.SecurityContext {
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
+}
+
+// serviceAccount names the scan Pod's service account explicitly: its
+// projected token is what results-api authenticates, so the Pod spec should
+// not depend on admission filling in "default".
+func serviceAccount(name string) string {
+	if name == "" {
+		return "default"
+	}
+	return name
 }
