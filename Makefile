@@ -19,7 +19,7 @@ GO_MODULES := hack/testsupport operator/api operator results-api uploader hack/s
 .PHONY: help
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m\n"} \
-	  /^[a-zA-Z0-9_%-]+:.*?##/ { printf "  \033[36m%-22s\033[0m %s\n", $$1, $$2 } \
+	  /^[a-zA-Z0-9_%-]+:.*?##/ { printf "  \033[36m%-26s\033[0m %s\n", $$1, $$2 } \
 	  /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 ##@ Build
@@ -29,11 +29,11 @@ build: build-operator build-results-api build-uploader ## Build every component.
 
 .PHONY: build-operator
 build-operator: ## Build bin/operator.
-	cd operator && CGO_ENABLED=0 go build -trimpath -o $(BIN)/operator ./cmd
+	cd operator && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(BIN)/operator ./cmd
 
 .PHONY: build-results-api
 build-results-api: ## Build bin/results-api (embeds the web UI when web/dist exists).
-	cd results-api && CGO_ENABLED=0 go build -trimpath -o $(BIN)/results-api ./cmd/results-api
+	cd results-api && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(BIN)/results-api ./cmd/results-api
 
 .PHONY: build-web
 build-web: web-deps ## Build the dashboard (web/dist) and copy it into results-api's embedded UI.
@@ -48,7 +48,7 @@ web-deps: ## Install web/'s npm packages (npm ci) when package-lock.json is newe
 
 .PHONY: build-uploader
 build-uploader: ## Build bin/uploader.
-	cd uploader && CGO_ENABLED=0 go build -trimpath -o $(BIN)/uploader .
+	cd uploader && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(BIN)/uploader .
 
 ##@ Test
 
