@@ -54,7 +54,7 @@ build_wrapper() {
 	local dir
 	dir="$CACHE/$name-$(wrapper_key "$moddir")"
 	if [[ ! -f "$dir/.built" ]]; then
-		log "building $name (first run only; the Kubernetes binaries take several minutes)"
+		log "building $name (first run only; this takes minutes)"
 		local start=$SECONDS
 		rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
 		(cd "$moddir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$dir.tmp/" "$@")
