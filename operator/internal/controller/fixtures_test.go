@@ -196,12 +196,10 @@ func streamEvents(t testing.TB, url string) []eventsv1.Event {
 	var out []eventsv1.Event
 	for msg := range batch.Messages() {
 		var ev eventsv1.Event
-		if err := jsonUnmarshal(msg.Data(), &ev); err != nil {
+		if err := json.Unmarshal(msg.Data(), &ev); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, ev)
 	}
 	return out
 }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -92,13 +92,16 @@ func ID(typ string, parts ...string) string {
 	return hex.EncodeToString(h[:16])
 }
 
+// subjects maps each CloudEvents type to its NATS subject.
+var subjects = map[string]string{
+	TypeImageNeeded:   SubjectImageNeeded,
+	TypeJobDone:       SubjectJobDone,
+	TypeReportStored:  SubjectReportStored,
+	TypeReportDeleted: SubjectReportDeleted,
+}
+
 // SubjectFor maps a CloudEvents type to its NATS subject.
 func SubjectFor(typ string) (string, bool) {
-	s, ok := map[string]string{
-		TypeImageNeeded:   SubjectImageNeeded,
-		TypeJobDone:       SubjectJobDone,
-		TypeReportStored:  SubjectReportStored,
-		TypeReportDeleted: SubjectReportDeleted,
-	}[typ]
+	s, ok := subjects[typ]
 	return s, ok
 }
