@@ -11,8 +11,17 @@ ROOT := $(CURDIR)
 BIN := $(ROOT)/bin
 export PATH := $(BIN):$(PATH)
 export KUBEBUILDER_ASSETS ?= $(BIN)/k8s
-GO_TEST_FLAGS ?= -count=1 -timeout=20m
-GO_MODULES := hack/testsupport operator/api operator results-api uploader hack/stack
+# -race everywhere: the hub, bus, relay and controller tests are concurrency
+# tests, and without the race detector they cannot catch data races.
+GO_TEST_FLAGS ?= -count=1 -race -timeout=20m
+# Every Go module with code: linted, tidy-checked and tested. Modules outside
+# go.work (the chart tests and the tool modules) are built with GOWORK=off,
+# so all of them are, to test each module exactly as it builds alone.
+GO_MODULES := api operator/api operator results-api uploader test/support test/stack test/chart \
+  hack/tools/grype hack/tools/dockerfilecheck
+# Tool wrapper modules hold only a tools.go of blank imports: tidy-checked
+# (their dependency set is the cache key of the binaries), not linted.
+GO_WRAPPER_MODULES := hack/tools/kube hack/tools/etcd
 
 ##@ General
 
@@ -53,20 +62,24 @@ build-uploader: ## Build bin/uploader.
 ##@ Test
 
 .PHONY: test
-test: lint test-support test-operator test-results-api test-uploader test-web test-chart ## Lint, then run every test suite (CI runs this, then make e2e).
+test: lint test-api test-support test-operator test-results-api test-uploader test-tools test-web test-chart bench-smoke ## Lint, then run every test suite and smoke-run every benchmark (CI runs this, then make e2e).
+
+.PHONY: test-api
+test-api: ## Shared contracts: every subject, exit code and path pinned.
+	cd api && GOWORK=off go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-support
 test-support: kube-assets pg-install ## Smoke-test the real backends: envtest control plane, Postgres, JetStream.
-	cd hack/testsupport && go test $(GO_TEST_FLAGS) ./...
+	cd test/support && GOWORK=off go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-operator
-test-operator: kube-assets ## Operator tests on envtest, embedded NATS and a real results-api.
-	cd operator/api && go test $(GO_TEST_FLAGS) ./...
-	cd operator && go test $(GO_TEST_FLAGS) ./...
+test-operator: kube-assets pg-install ## Operator tests on envtest, embedded NATS and a real results-api (on Postgres).
+	cd operator/api && GOWORK=off go test $(GO_TEST_FLAGS) ./...
+	cd operator && GOWORK=off go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-results-api
-test-results-api: pg-install ## results-api tests on a real Postgres and embedded NATS.
-	cd results-api && go test $(GO_TEST_FLAGS) ./...
+test-results-api: kube-assets pg-install ## results-api tests on a real Postgres, embedded NATS and the envtest API server (TokenReview).
+	cd results-api && GOWORK=off go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench-results-api
 bench-results-api: pg-install ## results-api benchmarks: ingest, lookup, queries, WebSocket fan-out (numbers: docs/benchmarks.md).
@@ -76,7 +89,21 @@ bench-results-api: pg-install ## results-api benchmarks: ingest, lookup, queries
 
 .PHONY: test-uploader
 test-uploader: pg-install ## Uploader tests against a real results-api.
-	cd uploader && go test $(GO_TEST_FLAGS) ./...
+	cd uploader && GOWORK=off go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-tools
+test-tools: ## Tests of the tool modules: the Grype fixture/DB builders and the Dockerfile checker.
+	cd hack/tools/grype && GOWORK=off go test $(GO_TEST_FLAGS) ./...
+	cd hack/tools/dockerfilecheck && GOWORK=off go test $(GO_TEST_FLAGS) ./...
+
+# BENCH_PKGS are the packages with Go benchmarks; bench-smoke runs each
+# benchmark once so the checks inside them run and they cannot rot.
+BENCH_PKGS := operator:./internal/controller/,./internal/discovery/ results-api:./bench/
+
+.PHONY: bench-smoke
+bench-smoke: kube-assets pg-install ## Run every Go benchmark once (-benchtime 1x): correctness checks only, no numbers.
+	for spec in $(BENCH_PKGS); do m=$${spec%%:*}; pkgs=$${spec#*:}; \
+	  (cd $$m && GOWORK=off CROWSNEST_BENCH_SMOKE=1 go test -count=1 -timeout=20m -run '^$$' -bench . -benchtime 1x $${pkgs//,/ }); done
 
 .PHONY: test-web
 test-web: pg-install web-deps ## Web type check, unit tests, bundle budget, and browser tests in Debian's Chromium on a real results-api.
@@ -87,18 +114,18 @@ test-web: pg-install web-deps ## Web type check, unit tests, bundle budget, and 
 
 .PHONY: test-chart
 test-chart: kube-assets tool-helm verify-dockerfiles ## Lint, render and server-side dry-run the Helm chart; check the Dockerfiles.
-	cd hack/charttest && GOWORK=off go test $(GO_TEST_FLAGS) ./...
+	cd test/chart && GOWORK=off go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: e2e
-e2e: stack-deps ## End-to-end tests on the local stack (hack/stack): real control plane, kwok, registry, Grype, NATS, Postgres, results-api, operator.
+e2e: stack-deps ## End-to-end tests on the local stack (test/stack, tests in test/stack/e2e): real control plane, kwok, registry, Grype, NATS, Postgres, results-api, operator.
 	hack/deps.sh chromium
-	cd hack/stack && go test -count=1 -timeout=15m -run '$(E2E_RUN)' ./...
+	cd test/stack && GOWORK=off go test -count=1 -race -timeout=20m -run '$(E2E_RUN)' ./...
 
 .PHONY: bench-e2e
 bench-e2e: stack-deps ## Scale benchmark on the local stack (1,000 Pods, 300 digests, 10 namespaces); numbers go to docs/benchmarks.md.
 	mkdir -p dist
-	cd hack/stack && CROWSNEST_BENCH_E2E=1 CROWSNEST_E2E_PARALLEL=10 CROWSNEST_BENCH_OUT=$(ROOT)/dist/bench-e2e.md \
-	  go test -count=1 -timeout=45m -run '^TestBench' -v .
+	cd test/stack && CROWSNEST_BENCH_E2E=1 CROWSNEST_E2E_PARALLEL=10 CROWSNEST_BENCH_OUT=$(ROOT)/dist/bench-e2e.md \
+	  go test -count=1 -timeout=45m -run '^TestBench' -v ./e2e/
 	@echo "end-to-end numbers: dist/bench-e2e.md (copy them into docs/benchmarks.md, section end-to-end)"
 
 # stack-deps builds everything the local stack runs (cached after the first run).
@@ -107,7 +134,7 @@ stack-deps: kube-assets pg-install
 	hack/tools.sh kwok nats-server grype
 	@if [[ -f web/package.json ]]; then $(MAKE) --no-print-directory build-web; fi
 	$(MAKE) --no-print-directory build-operator build-results-api build-uploader
-	cd hack/stack && CGO_ENABLED=0 go build -trimpath -o $(BIN)/stack ./cmd/stack
+	cd test/stack && CGO_ENABLED=0 go build -trimpath -o $(BIN)/stack ./cmd/stack
 
 .PHONY: bench
 bench: bench-operator bench-results-api ## Run the Go benchmarks (numbers: docs/benchmarks.md; bench-e2e runs the scale benchmark).
@@ -120,7 +147,7 @@ bench-operator: kube-assets ## Operator benchmarks on envtest (heap, reconcile c
 
 .PHONY: lint
 lint: tool-golangci-lint ## Lint every Go module with the shared config.
-	for m in $(GO_MODULES); do (cd $$m && echo "lint $$m" && golangci-lint run --allow-parallel-runners --config $(ROOT)/.golangci.yml ./...); done
+	for m in $(GO_MODULES); do (cd $$m && echo "lint $$m" && GOWORK=off golangci-lint run --allow-parallel-runners --config $(ROOT)/.golangci.yml ./...); done
 
 .PHONY: generate
 generate: generate-operator generate-results-api generate-web generate-chart ## Regenerate CRDs, deepcopy, OpenAPI types and the chart schema.
@@ -143,7 +170,7 @@ generate-operator: tool-controller-gen ## Regenerate the Scanner deepcopy and CR
 generate-chart: generate-operator ## Copy the operator's generated CRD and RBAC role into the chart; regenerate values.schema.json.
 	cp operator/config/crd/bases/crowsnest.dev_scanners.yaml helm/crowsnest/crds/
 	cp operator/config/rbac/role.yaml operator/config/rbac/leader_election_role.yaml helm/crowsnest/charts/operator/files/
-	cd hack/charttest && GOWORK=off go run ./cmd/chartschema -o $(ROOT)/helm/crowsnest/values.schema.json
+	cd test/chart && GOWORK=off go run ./cmd/chartschema -o $(ROOT)/helm/crowsnest/values.schema.json
 
 .PHONY: fixtures
 fixtures: ## Regenerate results-api/testdata/grype: real Grype output from offline images and a tiny v6 DB.
@@ -151,9 +178,10 @@ fixtures: ## Regenerate results-api/testdata/grype: real Grype output from offli
 	$(BIN)/fixtures --grype $(BIN)/grype --out results-api/testdata/grype --go-src hack/tools/grype/testdata/gobinary
 
 .PHONY: verify
-verify: ## Fail when generated files are stale or go.mod files are untidy.
+verify: ## Fail when generated files are stale, go.mod files are untidy, or version pins disagree.
 	$(MAKE) generate
-	for m in $(GO_MODULES); do (cd $$m && GOWORK=off go mod tidy -diff); done
+	for m in $(GO_MODULES) $(GO_WRAPPER_MODULES); do (cd $$m && echo "tidy $$m" && GOWORK=off go mod tidy -diff); done
+	hack/verify-versions.sh
 	git diff --exit-code -- . ':(exclude)web/package-lock.json' || { echo "generated files are stale: run make generate and commit"; exit 1; }
 
 ##@ Run

@@ -1,11 +1,19 @@
 module github.com/crowsnest-dev/crowsnest/operator
 
+// Local modules (replaced below):
+//   api          shared contracts: events/v1, scan exit codes and paths
+//   operator/api the Scanner CRD types
+//   results-api  TESTS ONLY: operator tests run a real results-api through
+//                results-api/apitest (no product code imports it)
+//   test/support TESTS ONLY: envtest control plane, Postgres, JetStream
+
 go 1.26.0
 
 require (
-	github.com/crowsnest-dev/crowsnest/hack/testsupport v0.0.0
+	github.com/crowsnest-dev/crowsnest/api v0.0.0
 	github.com/crowsnest-dev/crowsnest/operator/api v0.0.0
 	github.com/crowsnest-dev/crowsnest/results-api v0.0.0
+	github.com/crowsnest-dev/crowsnest/test/support v0.0.0
 	github.com/go-logr/logr v1.4.4
 	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/client_golang v1.23.2
@@ -93,7 +101,8 @@ require (
 )
 
 replace (
-	github.com/crowsnest-dev/crowsnest/hack/testsupport => ../hack/testsupport
+	github.com/crowsnest-dev/crowsnest/api => ../api
 	github.com/crowsnest-dev/crowsnest/operator/api => ./api
 	github.com/crowsnest-dev/crowsnest/results-api => ../results-api
+	github.com/crowsnest-dev/crowsnest/test/support => ../test/support
 )

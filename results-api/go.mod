@@ -1,9 +1,16 @@
 module github.com/crowsnest-dev/crowsnest/results-api
 
+// Local modules (replaced below):
+//   api          shared contracts: events/v1, scan exit codes and paths
+//   test/support TESTS: throwaway Postgres, JetStream, envtest; also imported
+//                by the apitest package, the real-server harness that other
+//                modules' tests use (never by the results-api binary)
+
 go 1.26.0
 
 require (
 	github.com/CycloneDX/cyclonedx-go v0.12.0
+	github.com/crowsnest-dev/crowsnest/api v0.0.0
 	github.com/klauspost/compress v1.20.3
 	github.com/pressly/goose/v3 v3.29.0
 	gorm.io/driver/postgres v1.6.3
@@ -77,8 +84,7 @@ require (
 
 require (
 	github.com/coder/websocket v1.8.15
-	github.com/crowsnest-dev/crowsnest/hack/testsupport v0.0.0
-	github.com/crowsnest-dev/crowsnest/operator/api v0.0.0
+	github.com/crowsnest-dev/crowsnest/test/support v0.0.0
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/nats-io/nats.go v1.55.0
@@ -91,6 +97,6 @@ require (
 )
 
 replace (
-	github.com/crowsnest-dev/crowsnest/hack/testsupport => ../hack/testsupport
-	github.com/crowsnest-dev/crowsnest/operator/api => ../operator/api
+	github.com/crowsnest-dev/crowsnest/api => ../api
+	github.com/crowsnest-dev/crowsnest/test/support => ../test/support
 )

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/crowsnest-dev/crowsnest/api/scan"
+
 	"errors"
 	"flag"
 	"fmt"
@@ -13,7 +15,7 @@ import (
 
 // DefaultTokenFile is where Kubernetes mounts a projected service-account
 // token in the scan Job (audience crowsnest-results-api).
-const DefaultTokenFile = "/var/run/secrets/crowsnest/token"
+const DefaultTokenFile = scan.TokenFile
 
 // Config is everything the uploader needs; flags fill it, with CROWSNEST_*
 // environment variables as defaults.

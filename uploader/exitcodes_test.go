@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/crowsnest-dev/crowsnest/api/scan"
+
 	"errors"
 	"net/http"
 	"os"
@@ -29,16 +31,16 @@ func TestExitCodes(t *testing.T) {
 		want     int
 		attempts int // upload attempts expected in the logs; -1 = don't check
 	}{
-		"usage: no digest":      {invocation{api: srv.URL, bom: good, tokenFile: tok}, ExitUsage, 0},
-		"report missing":        {invocation{api: srv.URL, bom: filepath.Join(t.TempDir(), "none.json"), digest: f.Digest, tokenFile: tok}, ExitInvalidReport, 0},
-		"report not CycloneDX":  {invocation{api: srv.URL, bom: notBOM, digest: f.Digest, tokenFile: tok}, ExitInvalidReport, 0},
-		"report over the limit": {invocation{api: srv.URL, bom: good, digest: f.Digest, tokenFile: tok, extra: []string{"--max-bom-bytes", "100"}}, ExitInvalidReport, 0},
-		"token file missing":    {invocation{api: srv.URL, bom: good, digest: f.Digest, tokenFile: filepath.Join(t.TempDir(), "nope")}, ExitTokenInvalid, 0},
-		"wrong token (403)":     {invocation{api: srv.URL, bom: good, digest: f.Digest, tokenFile: tokenFile(t, "not-the-token")}, ExitRejected, 1},
-		"bad digest (400)":      {invocation{api: srv.URL, bom: good, digest: "sha256:NOT-HEX", tokenFile: tok}, ExitRejected, 1},
-		"short digest (400)":    {invocation{api: srv.URL, bom: good, digest: "sha256:abc", tokenFile: tok}, ExitRejected, 1},
-		"unreachable, attempts": {invocation{api: down.URL, bom: good, digest: f.Digest, tokenFile: tok, extra: []string{"--max-attempts", "3"}}, ExitUnreachable, 3},
-		"unreachable, deadline": {invocation{api: down.URL, bom: good, digest: f.Digest, tokenFile: tok, extra: []string{"--max-attempts", "100", "--deadline", "300ms"}}, ExitUnreachable, -1},
+		"usage: no digest":      {invocation{api: srv.URL, bom: good, tokenFile: tok}, scan.ExitUsage, 0},
+		"report missing":        {invocation{api: srv.URL, bom: filepath.Join(t.TempDir(), "none.json"), digest: f.Digest, tokenFile: tok}, scan.ExitInvalidReport, 0},
+		"report not CycloneDX":  {invocation{api: srv.URL, bom: notBOM, digest: f.Digest, tokenFile: tok}, scan.ExitInvalidReport, 0},
+		"report over the limit": {invocation{api: srv.URL, bom: good, digest: f.Digest, tokenFile: tok, extra: []string{"--max-bom-bytes", "100"}}, scan.ExitInvalidReport, 0},
+		"token file missing":    {invocation{api: srv.URL, bom: good, digest: f.Digest, tokenFile: filepath.Join(t.TempDir(), "nope")}, scan.ExitTokenInvalid, 0},
+		"wrong token (403)":     {invocation{api: srv.URL, bom: good, digest: f.Digest, tokenFile: tokenFile(t, "not-the-token")}, scan.ExitRejected, 1},
+		"bad digest (400)":      {invocation{api: srv.URL, bom: good, digest: "sha256:NOT-HEX", tokenFile: tok}, scan.ExitRejected, 1},
+		"short digest (400)":    {invocation{api: srv.URL, bom: good, digest: "sha256:abc", tokenFile: tok}, scan.ExitRejected, 1},
+		"unreachable, attempts": {invocation{api: down.URL, bom: good, digest: f.Digest, tokenFile: tok, extra: []string{"--max-attempts", "3"}}, scan.ExitUnreachable, 3},
+		"unreachable, deadline": {invocation{api: down.URL, bom: good, digest: f.Digest, tokenFile: tok, extra: []string{"--max-attempts", "100", "--deadline", "300ms"}}, scan.ExitUnreachable, -1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			logs := &syncBuffer{}
@@ -70,8 +72,8 @@ func TestAPIRejectsOversizedBOM(t *testing.T) {
 	srv := apitest.Start(t, apitest.WithMaxBOMBytes(1024))
 	logs := &syncBuffer{}
 	in := invocation{api: srv.URL, bom: filepath.Join(fixtureDir, f.File), digest: f.Digest, tokenFile: tokenFile(t, srv.Token)}
-	if code := runUploader(t, in, logs); code != ExitRejected {
-		t.Fatalf("exit %d, want %d", code, ExitRejected)
+	if code := runUploader(t, in, logs); code != scan.ExitRejected {
+		t.Fatalf("exit %d, want %d", code, scan.ExitRejected)
 	}
 	if !strings.Contains(logs.String(), `"status":413`) {
 		t.Errorf("want a 413 in the logs")
@@ -94,8 +96,8 @@ func TestStaticBinaryExitCode(t *testing.T) {
 		"--bom-file", writeFile(t, "not json"), "--token-file", writeFile(t, "t"))
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != ExitInvalidReport {
-		t.Fatalf("exit %v, want %d; output %s", err, ExitInvalidReport, out)
+	if !errors.As(err, &ee) || ee.ExitCode() != scan.ExitInvalidReport {
+		t.Fatalf("exit %v, want %d; output %s", err, scan.ExitInvalidReport, out)
 	}
 	if !strings.Contains(string(out), `"msg":"report invalid"`) {
 		t.Errorf("want a JSON log line, got %s", out)

@@ -1,11 +1,19 @@
 module github.com/crowsnest-dev/crowsnest/uploader
 
+// Local modules (replaced below):
+//   api          shared contracts: scan exit codes and paths
+//   results-api  TESTS ONLY: uploads go to a real results-api (apitest)
+//   test/support TESTS ONLY: throwaway Postgres behind that results-api
+
 go 1.26.0
 
 require (
-	github.com/crowsnest-dev/crowsnest/hack/testsupport v0.0.0
+	github.com/crowsnest-dev/crowsnest/api v0.0.0
 	github.com/crowsnest-dev/crowsnest/results-api v0.0.0
+	github.com/crowsnest-dev/crowsnest/test/support v0.0.0
 )
+
+require github.com/kr/text v0.2.0 // indirect
 
 require (
 	github.com/CycloneDX/cyclonedx-go v0.12.0 // indirect
@@ -13,7 +21,6 @@ require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coder/websocket v1.8.15 // indirect
-	github.com/crowsnest-dev/crowsnest/operator/api v0.0.0 // indirect
 	github.com/go-chi/chi/v5 v5.5.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
@@ -49,7 +56,7 @@ require (
 // Test-only: the uploader's tests run a real results-api (apitest) on a real
 // Postgres (pgtest). The binary itself imports only the standard library.
 replace (
-	github.com/crowsnest-dev/crowsnest/hack/testsupport => ../hack/testsupport
-	github.com/crowsnest-dev/crowsnest/operator/api => ../operator/api
+	github.com/crowsnest-dev/crowsnest/api => ../api
 	github.com/crowsnest-dev/crowsnest/results-api => ../results-api
+	github.com/crowsnest-dev/crowsnest/test/support => ../test/support
 )

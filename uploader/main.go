@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/crowsnest-dev/crowsnest/api/scan"
+
 	"context"
 	"errors"
 	"io"
@@ -23,15 +25,15 @@ func main() {
 func run(ctx context.Context, args []string, env func(string) string, stderr io.Writer) int {
 	cfg, err := parseConfig(args, env, stderr)
 	if errors.Is(err, errHelp) {
-		return ExitOK
+		return scan.ExitOK
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("digest", cfg.Digest, "image", cfg.Image)
 	if err != nil {
-		log.Error("invalid configuration", "err", err.Error(), "exit_code", ExitUsage)
-		return ExitUsage
+		log.Error("invalid configuration", "err", err.Error(), "exit_code", scan.ExitUsage)
+		return scan.ExitUsage
 	}
 	code := upload(ctx, cfg, log)
-	if code != ExitOK {
+	if code != scan.ExitOK {
 		log.Info("uploader finished", "exit_code", code)
 	}
 	return code
@@ -41,22 +43,22 @@ func upload(ctx context.Context, cfg Config, log *slog.Logger) int {
 	report, err := readReport(cfg.BOMFile, cfg.MaxBOMBytes)
 	if err != nil {
 		log.Error("report invalid", "bom_file", cfg.BOMFile, "err", err.Error())
-		return ExitInvalidReport
+		return scan.ExitInvalidReport
 	}
 	token, err := readToken(cfg.TokenFile)
 	if err != nil {
 		log.Error("token unreadable", "token_file", cfg.TokenFile, "err", err.Error())
-		return ExitTokenInvalid
+		return scan.ExitTokenInvalid
 	}
 	body, err := gzipBytes(report)
 	if err != nil {
 		log.Error("compress report", "err", err.Error())
-		return ExitFailure
+		return scan.ExitFailure
 	}
 	endpoint, err := endpointURL(cfg.APIURL, cfg.Digest, cfg.Image)
 	if err != nil {
 		log.Error("invalid configuration", "err", err.Error())
-		return ExitUsage
+		return scan.ExitUsage
 	}
 	log.Info("uploading report", "bom_file", cfg.BOMFile, "bytes", len(report), "gzip_bytes", len(body),
 		"api_url", cfg.APIURL, "max_attempts", cfg.MaxAttempts, "deadline", cfg.Deadline.String())
@@ -76,11 +78,11 @@ func upload(ctx context.Context, cfg Config, log *slog.Logger) int {
 	err = u.upload(ctx, body)
 	switch {
 	case err == nil:
-		return ExitOK
+		return scan.ExitOK
 	case errors.Is(err, errRejected):
-		return ExitRejected
+		return scan.ExitRejected
 	default:
 		log.Error("upload failed", "err", err.Error(), "elapsed_ms", time.Since(start).Milliseconds())
-		return ExitUnreachable
+		return scan.ExitUnreachable
 	}
 }

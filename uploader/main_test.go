@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/hack/testsupport/pgtest"
+	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 )
 
 // The integration tests run the uploader in-process (run) against a real

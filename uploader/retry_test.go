@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/crowsnest-dev/crowsnest/api/scan"
+
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -35,7 +37,7 @@ func TestRetriesUntilAPIComesBack(t *testing.T) {
 	srv.Restart()
 	select {
 	case code := <-done:
-		if code != ExitOK {
+		if code != scan.ExitOK {
 			t.Fatalf("exit %d after the API came back", code)
 		}
 	case <-time.After(60 * time.Second):
@@ -66,7 +68,7 @@ func TestRetriesOn5xx(t *testing.T) {
 	logs := &syncBuffer{}
 	in := invocation{api: front.URL, bom: filepath.Join(fixtureDir, f.File), digest: f.Digest, image: f.Image,
 		tokenFile: tokenFile(t, srv.Token)}
-	if code := runUploader(t, in, logs); code != ExitOK {
+	if code := runUploader(t, in, logs); code != scan.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	if calls.Load() != 3 || logs.count(t, "upload attempt failed, retrying") != 2 {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/crowsnest-dev/crowsnest/api/scan"
+
 	"bytes"
 	"encoding/json"
 	"io"
@@ -49,7 +51,7 @@ func TestUploadRealGrypeFixtures(t *testing.T) {
 			bom := filepath.Join(fixtureDir, f.File)
 			logs := &syncBuffer{}
 			in := invocation{api: srv.URL, bom: bom, digest: f.Digest, image: f.Image, tokenFile: tok}
-			if code := runUploader(t, in, logs); code != ExitOK {
+			if code := runUploader(t, in, logs); code != scan.ExitOK {
 				t.Fatalf("exit %d", code)
 			}
 			uploaded := logs.lines(t)
@@ -95,7 +97,7 @@ func TestUploadRealGrypeFixtures(t *testing.T) {
 
 			// Uploading the same report again replaces it: 200, still exit 0.
 			logs = &syncBuffer{}
-			if code := runUploader(t, in, logs); code != ExitOK {
+			if code := runUploader(t, in, logs); code != scan.ExitOK {
 				t.Fatalf("re-upload exit %d", code)
 			}
 			if l := logs.lines(t); l[len(l)-1]["status"] != float64(http.StatusOK) {

@@ -13,8 +13,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/crowsnest-dev/crowsnest/hack/testsupport/kubetest"
-	"github.com/crowsnest-dev/crowsnest/hack/testsupport/natstest"
+	"github.com/crowsnest-dev/crowsnest/test/support/kubetest"
+	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
 )
 
 func freeAddr(t *testing.T) string {

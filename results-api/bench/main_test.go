@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/hack/testsupport/pgtest"
+	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 )
 
 func TestMain(m *testing.M) {

@@ -1,4 +1,4 @@
-// Real backends for the browser tests: a throwaway Postgres (hack/testsupport's
+// Real backends for the browser tests: a throwaway Postgres (test/support's
 // pgserver), the real results-api binary serving web/dist, and helpers that
 // seed it through its REST API with the write token. Every wait has a deadline.
 import { spawn, execFile } from 'node:child_process';
@@ -40,13 +40,13 @@ export async function freePort() {
 export async function buildBinaries(dir) {
   const opts = { cwd: repoRoot, maxBuffer: 16 << 20, timeout: 600_000 };
   await Promise.all([
-    run('go', ['build', '-o', join(dir, 'pgserver'), './hack/testsupport/cmd/pgserver'], opts),
+    run('go', ['build', '-o', join(dir, 'pgserver'), './test/support/cmd/pgserver'], opts),
     run('go', ['build', '-o', join(dir, 'results-api'), './cmd/results-api'], { ...opts, cwd: join(repoRoot, 'results-api') }),
   ]);
   return { pgserver: join(dir, 'pgserver'), resultsApi: join(dir, 'results-api') };
 }
 
-/** Builds nats-server at the version hack/testsupport pins (for tests that need operator events). */
+/** Builds nats-server at the version test/support pins (for tests that need operator events). */
 export async function buildNatsServer(dir) {
   const out = join(dir, 'nats-server');
   await run('go', ['build', '-o', out, 'github.com/nats-io/nats-server/v2'], {

@@ -7,15 +7,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/crowsnest-dev/crowsnest/api/scan"
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
-)
-
-// Uploader exit codes (see uploader/).
-const (
-	exitReportInvalid  = 3
-	exitReportRejected = 4
-	exitAPIUnreachable = 5
-	exitTokenInvalid   = 6
 )
 
 // jobPhase is where a scan Job stands.
@@ -91,13 +84,13 @@ func classifyPods(pods []corev1.Pod) (reason, message string) {
 			return crowsnestv1alpha1.FailureGrype, msg
 		}
 		switch t.ExitCode {
-		case exitReportInvalid:
+		case scan.ExitInvalidReport:
 			return crowsnestv1alpha1.FailureReportInvalid, msg
-		case exitReportRejected:
+		case scan.ExitRejected:
 			return crowsnestv1alpha1.FailureReportRejected, msg
-		case exitAPIUnreachable:
+		case scan.ExitUnreachable:
 			return crowsnestv1alpha1.FailureAPIUnreachable, msg
-		case exitTokenInvalid:
+		case scan.ExitTokenInvalid:
 			return crowsnestv1alpha1.FailureTokenInvalid, msg
 		}
 		return crowsnestv1alpha1.FailureUploader, msg

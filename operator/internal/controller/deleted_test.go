@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/hack/testsupport/natstest"
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
 	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
 )
 
 // TestDeletedReportIsRescanned deletes a report through the real results-api,

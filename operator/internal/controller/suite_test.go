@@ -24,11 +24,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/crowsnest-dev/crowsnest/hack/testsupport/kubetest"
-	"github.com/crowsnest-dev/crowsnest/hack/testsupport/pgtest"
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/publish"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/resultsclient"
+	"github.com/crowsnest-dev/crowsnest/test/support/kubetest"
+	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 )
 
 // The controller tests run on a real kube-apiserver and etcd (envtest), a

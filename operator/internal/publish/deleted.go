@@ -6,7 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	eventsv1 "github.com/crowsnest-dev/crowsnest/operator/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 )
 
 // OnReportDeleted calls fn with the digest of every crowsnest.report.deleted

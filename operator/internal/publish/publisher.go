@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	eventsv1 "github.com/crowsnest-dev/crowsnest/operator/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 )
 
 // Publisher publishes events. A nil *JetStream is not valid; use Disabled

@@ -8,8 +8,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/crowsnest-dev/crowsnest/hack/testsupport/natstest"
-	eventsv1 "github.com/crowsnest-dev/crowsnest/operator/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
 )
 
 func event(t *testing.T, job string) eventsv1.Event {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/hack/testsupport/pgtest"
 	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 )
 
 // The client is tested against the REAL results-api (apitest: real router

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/api/scan"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -15,14 +17,14 @@ import (
 
 // Paths inside the scan Pod.
 const (
-	ScanDir      = "/scan"
-	BOMFile      = ScanDir + "/bom.json"
-	TokenDir     = "/var/run/secrets/crowsnest/token"
-	TokenFile    = TokenDir + "/token"
-	DBCacheDir   = "/var/cache/grype/db"
-	RegistryDir  = "/var/run/secrets/crowsnest/registry"
+	ScanDir      = scan.ScanDir
+	BOMFile      = scan.BOMFile
+	TokenDir     = scan.TokenDir
+	TokenFile    = scan.TokenFile
+	DBCacheDir   = scan.DBCacheDir
+	RegistryDir  = scan.RegistryDir
 	tmpDir       = "/tmp"
-	tokenSeconds = 3600
+	tokenSeconds = scan.TokenExpirationSeconds
 	runAsUser    = 65532
 )
 

@@ -4,19 +4,21 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+
+	"github.com/crowsnest-dev/crowsnest/api/scan"
 )
 
 // Labels and annotations on scan Jobs (and their Pods).
 const (
-	LabelManagedBy  = "app.kubernetes.io/managed-by"
-	ManagedBy       = "crowsnest-operator"
-	LabelName       = "app.kubernetes.io/name"
-	AppName         = "crowsnest-scan"
+	LabelManagedBy  = scan.LabelManagedBy
+	ManagedBy       = scan.ManagedBy
+	LabelName       = scan.LabelName
+	AppName         = scan.AppName
 	LabelScanner    = "crowsnest.dev/scanner"
-	LabelDigestHash = "crowsnest.dev/digest-hash"
+	LabelDigestHash = scan.LabelDigestHash
 
-	AnnotationDigest    = "crowsnest.dev/digest"
-	AnnotationImage     = "crowsnest.dev/image"
+	AnnotationDigest    = scan.AnnotationDigest
+	AnnotationImage     = scan.AnnotationImage
 	AnnotationAttempt   = "crowsnest.dev/attempt"
 	AnnotationReason    = "crowsnest.dev/reason"
 	AnnotationOutcome   = "crowsnest.dev/outcome"   // set once the outcome is recorded
@@ -28,7 +30,7 @@ const (
 const DefaultGrypeImage = "anchore/grype:v0.121.2"
 
 // TokenAudience is the audience of the projected token the uploader presents.
-const TokenAudience = "crowsnest-results-api"
+const TokenAudience = scan.TokenAudience
 
 // JobName derives the Job's name from the Scanner and the digest: at most 63
 // characters, a valid DNS label, the same for the same inputs, so creating

@@ -14,8 +14,8 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/crowsnest-dev/crowsnest/hack/testsupport/kubetest"
-	"github.com/crowsnest-dev/crowsnest/hack/testsupport/pgtest"
+	"github.com/crowsnest-dev/crowsnest/test/support/kubetest"
+	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"

@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/operator/api/events/v1"
+	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 )
 
 // consumeLoop sets up the stream and the durable consumer, retrying until

@@ -14,9 +14,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/crowsnest-dev/crowsnest/hack/testsupport/natstest"
-	"github.com/crowsnest-dev/crowsnest/hack/testsupport/pgtest"
-	evv1 "github.com/crowsnest-dev/crowsnest/operator/api/events/v1"
+	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
+	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
 	"github.com/crowsnest-dev/crowsnest/results-api/apitest"

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/operator/api/events/v1"
+	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/httpapi"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"

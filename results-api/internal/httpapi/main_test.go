@@ -8,7 +8,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/crowsnest-dev/crowsnest/hack/testsupport/pgtest"
+	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
 )

@@ -1,0 +1,19 @@
+module github.com/crowsnest-dev/crowsnest/api
+
+// The shared contracts of every Crowsnest component: events/v1 (NATS
+// subjects, CloudEvents envelope, payloads, stream settings) and scan (the
+// scan Job's exit codes, paths, token audience, labels). Owned by no single
+// component; kept dependency-light on purpose (only nats.go, for the stream
+// settings).
+
+go 1.26.0
+
+require github.com/nats-io/nats.go v1.55.0
+
+require (
+	github.com/klauspost/compress v1.20.0 // indirect
+	github.com/nats-io/nkeys v0.4.16 // indirect
+	github.com/nats-io/nuid v1.0.1 // indirect
+	golang.org/x/crypto v0.57.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)

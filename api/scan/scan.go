@@ -1,0 +1,50 @@
+package scan
+
+// Exit codes of the uploader: the scan Job's outcome. The operator maps them
+// to a Scanner failure reason (docs/uploader.md lists them).
+const (
+	ExitOK            = 0 // report stored (201 created or 200 replaced)
+	ExitFailure       = 1 // unexpected internal error
+	ExitUsage         = 2 // bad flags or environment
+	ExitInvalidReport = 3 // report missing, unreadable, too large or not CycloneDX JSON
+	ExitRejected      = 4 // results-api answered 4xx (auth, bad digest, bad BOM, too large)
+	ExitUnreachable   = 5 // results-api unreachable or 5xx until attempts or deadline ran out
+	ExitTokenInvalid  = 6 // token file missing, unreadable or empty
+)
+
+// Paths inside the scan Pod.
+const (
+	// ScanDir is the emptyDir shared by the Grype and uploader containers.
+	ScanDir = "/scan"
+	// BOMFile is where Grype writes its CycloneDX report.
+	BOMFile = ScanDir + "/bom.json"
+	// TokenDir holds the projected service-account token volume.
+	TokenDir = "/var/run/secrets/crowsnest/token"
+	// TokenFile is the projected token the uploader presents.
+	TokenFile = TokenDir + "/token"
+	// DBCacheDir is Grype's vulnerability DB cache.
+	DBCacheDir = "/var/cache/grype/db"
+	// RegistryDir holds the Docker config Grype pulls the image with.
+	RegistryDir = "/var/run/secrets/crowsnest/registry"
+)
+
+// The projected token the uploader presents to results-api.
+const (
+	// TokenAudience is the token's audience; results-api accepts no other.
+	TokenAudience = "crowsnest-results-api"
+	// TokenExpirationSeconds is the token's lifetime (the kubelet renews it
+	// at 80%, and the uploader reads the file when it uploads).
+	TokenExpirationSeconds = 600
+)
+
+// Labels and annotations that identify a scan Job and its Pod.
+const (
+	LabelManagedBy  = "app.kubernetes.io/managed-by"
+	ManagedBy       = "crowsnest-operator"
+	LabelName       = "app.kubernetes.io/name"
+	AppName         = "crowsnest-scan"
+	LabelDigestHash = "crowsnest.dev/digest-hash"
+
+	AnnotationDigest = "crowsnest.dev/digest"
+	AnnotationImage  = "crowsnest.dev/image"
+)

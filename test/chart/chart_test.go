@@ -1,0 +1,267 @@
+package charttest
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+const releaseNS = "crowsnest-system"
+
+// renderCase is one value set the chart must render, pass every check with
+// and be accepted by the API server.
+type renderCase struct {
+	name   string
+	args   []string
+	want   []string // Kind/name (or Kind/namespace/name) that must be rendered
+	absent []string // kinds, or Kind/name, that must not be rendered
+}
+
+var renderCases = []renderCase{
+	{
+		name: "defaults",
+		want: []string{"Deployment/crowsnest-operator", "Deployment/crowsnest-results-api", "StatefulSet/crowsnest-nats",
+			"StatefulSet/crowsnest-postgres", "Secret/crowsnest-postgres", "Secret/crowsnest-results-api-write-token",
+			"ClusterRole/crowsnest-operator", "CustomResourceDefinition/scanners.crowsnest.dev"},
+		absent: []string{"ServiceMonitor", "PrometheusRule", "NetworkPolicy", "Ingress", "Scanner",
+			"ClusterRole/crowsnest-results-api-tokenreview"}, // no scan namespaces: static write token only
+	},
+	{
+		name:   "external NATS and database",
+		args:   []string{"-f", "test/chart/testdata/values-external.yaml"},
+		want:   []string{"Deployment/crowsnest-operator", "Deployment/crowsnest-results-api"},
+		absent: []string{"StatefulSet", "PersistentVolumeClaim", "Secret"},
+	},
+	{
+		name:   "monitoring with the Prometheus Operator API",
+		args:   []string{"--set", "monitoring.enabled=true", "--api-versions", "monitoring.coreos.com/v1"},
+		want:   []string{"ServiceMonitor/crowsnest-operator", "ServiceMonitor/crowsnest-results-api", "PrometheusRule/crowsnest-monitoring", "ConfigMap/crowsnest-dashboard"},
+		absent: []string{"NetworkPolicy"},
+	},
+	{
+		name:   "monitoring without the API renders nothing of it",
+		args:   []string{"--set", "monitoring.enabled=true"},
+		absent: []string{"ServiceMonitor", "PrometheusRule", "ConfigMap/crowsnest-dashboard"},
+	},
+	{
+		name: "ingress",
+		args: []string{"--set", "resultsApi.ingress.enabled=true", "--set", "resultsApi.ingress.tlsSecretName=crowsnest-tls"},
+		want: []string{"Ingress/crowsnest-results-api"},
+	},
+	{
+		name: "network policies",
+		args: []string{"--set", "global.networkPolicy.enabled=true"},
+		want: []string{"NetworkPolicy/crowsnest-operator", "NetworkPolicy/crowsnest-results-api", "NetworkPolicy/crowsnest-nats", "NetworkPolicy/crowsnest-postgres"},
+	},
+	{
+		name: "Tilt dev values",
+		args: []string{"-f", "deploy/dev/values.yaml"},
+		want: []string{"Deployment/crowsnest-operator", "Scanner/demo/default"},
+		// No generated Secret: helm template would make a new one on every Tiltfile reload.
+		absent: []string{"Secret"},
+	},
+	{
+		name: "everything on",
+		args: []string{"-f", "test/chart/testdata/values-everything.yaml", "--api-versions", "monitoring.coreos.com/v1"},
+		want: []string{"Scanner/team-a/default", "Scanner/team-b/default", "ServiceAccount/team-a/crowsnest-scan",
+			"ClusterRole/crowsnest-results-api-tokenreview", "Ingress/crowsnest-results-api",
+			"ServiceMonitor/crowsnest-results-api", "NetworkPolicy/crowsnest-nats"},
+	},
+}
+
+func TestRenderedChart(t *testing.T) {
+	allowed := allowedRBAC(t)
+	applier, err := NewApplier(apiCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for _, ns := range []string{releaseNS, "team-a", "team-b", "demo"} {
+		nsObj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
+		if err := applier.Apply(ctx, nsObj); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for _, tc := range renderCases {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, err := Template(ctx, repoRoot, releaseNS, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertRendered(t, objs, tc)
+			pods, err := PodTemplates(objs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pods) == 0 {
+				t.Fatal("no workloads rendered")
+			}
+			problems, err := CheckRestricted(pods)
+			if err != nil {
+				t.Fatal(err)
+			}
+			problems = append(problems, CheckImages(pods)...)
+			problems = append(problems, CheckManifestSecrets(objs, pods)...)
+			rbacProblems, err := CheckRBAC(objs, allowed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range append(problems, rbacProblems...) {
+				t.Error(p)
+			}
+			// CRDs first, so the custom resources after them have a schema.
+			slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
+				return boolInt(b.GetKind() == "CustomResourceDefinition") - boolInt(a.GetKind() == "CustomResourceDefinition")
+			})
+			for _, o := range objs {
+				if err := applier.DryRunApply(ctx, o); err != nil {
+					t.Errorf("API server rejected a rendered object: %v", err)
+				}
+			}
+		})
+	}
+}
+
+func assertRendered(t *testing.T, objs []*unstructured.Unstructured, tc renderCase) {
+	t.Helper()
+	have := map[string]bool{}
+	kinds := map[string]bool{}
+	for _, o := range objs {
+		have[o.GetKind()+"/"+o.GetName()] = true
+		have[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = true
+		kinds[o.GetKind()] = true
+		if o.GetKind() != "CustomResourceDefinition" && !strings.HasPrefix(o.GetKind(), "Cluster") && o.GetNamespace() == "" {
+			t.Errorf("%s/%s has no namespace", o.GetKind(), o.GetName())
+		}
+	}
+	for _, w := range tc.want {
+		if !have[w] {
+			t.Errorf("%s not rendered", w)
+		}
+	}
+	for _, k := range tc.absent {
+		if kinds[k] || have[k] {
+			t.Errorf("%s rendered, want none", k)
+		}
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestDryRunIsStrict proves the dry-run would catch a bad manifest: the API
+// server rejects a rendered Deployment with a misspelt field.
+func TestDryRunIsStrict(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	objs, err := Template(ctx, repoRoot, releaseNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applier, err := NewApplier(apiCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		bad := o.DeepCopy()
+		if err := unstructured.SetNestedField(bad.Object, int64(1), "spec", "template", "spec", "replicaz"); err != nil {
+			t.Fatal(err)
+		}
+		if err := applier.DryRunApply(ctx, bad); err == nil || !strings.Contains(err.Error(), "replicaz") {
+			t.Errorf("dry-run of %s with a misspelt field: err = %v, want a strict-validation error naming it", o.GetName(), err)
+		}
+		return
+	}
+	t.Fatal("no Deployment rendered")
+}
+
+// TestResultsAPIReadsDatabaseFromSecret: with an external database the URL
+// is a file from the named Secret (never an env value or a flag), and the
+// NATS URL with its credentials comes from the named Secret too.
+func TestResultsAPIReadsDatabaseFromSecret(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	objs, err := Template(ctx, repoRoot, releaseNS, "-f", "test/chart/testdata/values-external.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := PodTemplates(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var api *PodTemplate
+	natsRefs := 0
+	for i, p := range pods {
+		if p.Object == "Deployment/crowsnest-results-api" {
+			api = &pods[i]
+		}
+		for _, c := range p.Spec.Containers {
+			for _, e := range c.Env {
+				if e.Name != "CROWSNEST_NATS_URL" {
+					continue
+				}
+				natsRefs++
+				if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Name != "nats-credentials" || e.ValueFrom.SecretKeyRef.Key != "url" {
+					t.Errorf("%s CROWSNEST_NATS_URL = %+v, want secretKeyRef nats-credentials/url", p.Object, e)
+				}
+			}
+		}
+	}
+	if natsRefs != 2 {
+		t.Errorf("saw CROWSNEST_NATS_URL %d times, want 2 (operator, results-api)", natsRefs)
+	}
+	if api == nil {
+		t.Fatal("results-api Deployment not rendered")
+	}
+	if !slices.Contains(api.Spec.Containers[0].Args, "--database-url-file=/var/run/secrets/crowsnest/database/url") {
+		t.Errorf("results-api args %q lack --database-url-file", api.Spec.Containers[0].Args)
+	}
+	found := false
+	for _, v := range api.Spec.Volumes {
+		if v.Name != "database" {
+			continue
+		}
+		found = true
+		want := corev1.KeyToPath{Key: "uri", Path: "url"}
+		if v.Secret == nil || v.Secret.SecretName != "crowsnest-database" || len(v.Secret.Items) != 1 || v.Secret.Items[0] != want {
+			t.Errorf("database volume = %+v, want Secret crowsnest-database key uri as url", v.VolumeSource)
+		}
+	}
+	if !found {
+		t.Error("results-api has no database volume")
+	}
+}
+
+// allowedRBAC is what each role of the chart may grant: the operator's
+// generated ClusterRole and leader-election Role, and results-api's TokenReview.
+func allowedRBAC(t *testing.T) map[string][]rbacv1.PolicyRule {
+	t.Helper()
+	allowed := map[string][]rbacv1.PolicyRule{"ClusterRole/crowsnest-results-api-tokenreview": TokenReviewRules}
+	for id, file := range map[string]string{
+		"ClusterRole/crowsnest-operator":          OperatorRole,
+		"Role/crowsnest-operator-leader-election": LeaderElectionRole,
+	} {
+		rules, err := LoadRole(filepath.Join(repoRoot, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		allowed[id] = rules
+	}
+	return allowed
+}

@@ -1,0 +1,114 @@
+package charttest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/crowsnest-dev/crowsnest/test/chart/values"
+)
+
+// TestRejectedValues: the schema and the templates refuse unsafe or
+// incomplete values with a clear error.
+func TestRejectedValues(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"latest tag", []string{"--set", "operator.image.tag=latest"}, "/operator/image/tag"},
+		{"no tag and no digest", []string{"--set", "resultsApi.image.tag="}, "resultsApi"},
+		{"unknown key", []string{"--set", "operator.replica=2"}, "replica"},
+		{"external NATS without URL", []string{"--set", "nats.enabled=false"}, "nats"},
+		{"external database without Secret", []string{"--set", "postgres.enabled=false"}, "database"},
+		{"clustered bundled NATS", []string{"--set", "nats.replicas=3"}, "replicas"},
+		{"bad digest", []string{"--set", "operator.uploaderImage.digest=sha256:abc"}, "digest"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Template(ctx, repoRoot, releaseNS, tt.args...)
+			if err == nil {
+				t.Fatalf("helm template %v succeeded, want an error", tt.args)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not mention %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestHelmLint(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, args := range [][]string{
+		nil,
+		{"-f", "test/chart/testdata/values-external.yaml"},
+		{"-f", "test/chart/testdata/values-everything.yaml"},
+		{"-f", "deploy/dev/values.yaml"},
+	} {
+		if out, err := RunHelm(ctx, repoRoot, append([]string{"lint", "--strict", ChartDir}, args...)...); err != nil {
+			t.Errorf("helm lint %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// TestValuesFile: values.yaml decodes strictly into the Go types the schema
+// is generated from, holds no plain-text secret, and the committed schema is
+// the generated one.
+func TestValuesFile(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot, ChartDir, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v values.Values
+	if err := yaml.UnmarshalStrict(data, &v); err != nil {
+		t.Errorf("values.yaml does not match package values: %v", err)
+	}
+	var tree map[string]any
+	if err := yaml.Unmarshal(data, &tree); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range CheckValuesSecrets(tree) {
+		t.Error(p)
+	}
+	want, err := values.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(repoRoot, ChartDir, "values.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Error("helm/crowsnest/values.schema.json is stale: run make generate")
+	}
+}
+
+// TestGeneratedCopies: the chart's CRD and the operator's RBAC rules are the
+// operator's generated files, copied by make generate.
+func TestGeneratedCopies(t *testing.T) {
+	for src, dst := range map[string]string{
+		"operator/config/crd/bases/crowsnest.dev_scanners.yaml": ChartDir + "/crds/crowsnest.dev_scanners.yaml",
+		OperatorRole:       ChartDir + "/charts/operator/files/role.yaml",
+		LeaderElectionRole: ChartDir + "/charts/operator/files/leader_election_role.yaml",
+	} {
+		a, err := os.ReadFile(filepath.Join(repoRoot, src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(repoRoot, dst))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(a) != string(b) {
+			t.Errorf("%s differs from %s: run make generate", dst, src)
+		}
+	}
+}

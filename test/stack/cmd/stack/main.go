@@ -1,0 +1,70 @@
+// Command stack runs Crowsnest locally (`make demo`): a real control plane
+// with kwok Nodes, a loopback registry with demo images, NATS, Postgres,
+// results-api, the operator and the scan executor. Ctrl-C stops it all and
+// removes its temp state.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/crowsnest-dev/crowsnest/test/stack"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "stack:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o stack.Options
+	fs := flag.NewFlagSet("stack", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.APIAddr, "listen", "127.0.0.1:8080", "results-api (dashboard) address; 127.0.0.1:0 picks a free port")
+	fs.StringVar(&o.RegistryAddr, "registry", "127.0.0.1:0", "demo registry address")
+	fs.IntVar(&o.Nodes, "nodes", 2, "fake kwok Nodes")
+	fs.IntVar(&o.Parallel, "parallel", 4, "scan Pods the executor runs at once")
+	fs.BoolVar(&o.OnlineDB, "online-db", false, "use Grype's published vulnerability DB (needs internet) instead of the offline demo DB")
+	fs.BoolVar(&o.ClusterOnly, "cluster-only", false, "run only the control plane, kwok, the registry and the demo Pods")
+	fs.StringVar(&o.UploadToken, "upload-token", "serviceaccount", "token the scan Pods present: serviceaccount (TokenRequest) or write-token")
+	fs.StringVar(&o.StateDir, "state-dir", "", "keep state (logs, kubeconfig) here instead of a temp dir removed on exit")
+	fs.DurationVar(&o.RetryBackoff, "retry-backoff", 15*time.Second, "operator --retry-backoff for failed scans")
+	noDemo := fs.Bool("no-demo", false, "do not create the demo namespace, Scanner and Pods")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	o.Demo = !*noDemo
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	start := time.Now()
+	s, err := stack.Start(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Fprintln(stdout, "\nstopping the stack…")
+		s.Close()
+		if o.StateDir == "" {
+			fmt.Fprintln(stdout, "stopped; temp state removed")
+		} else {
+			fmt.Fprintln(stdout, "stopped; state kept in", o.StateDir)
+		}
+	}()
+	s.PrintSummary(stdout, time.Since(start))
+	<-ctx.Done()
+	return nil
+}

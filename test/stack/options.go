@@ -1,0 +1,146 @@
+package stack
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Binaries are the executables the stack runs; empty fields default to
+// <repo>/bin/<name> (kube binaries: <repo>/bin/k8s).
+type Binaries struct {
+	KubeAssets, Kwok, NATS         string
+	ResultsAPI, Operator, Uploader string
+	Grype, Vulndb                  string
+}
+
+// Options configure a stack.
+type Options struct {
+	Root     string // repository root (holds go.work); found from the working directory when empty
+	StateDir string // temp state; a fresh temp dir when empty, removed on Close
+	Bin      Binaries
+
+	Nodes        int    // kwok Nodes
+	RegistryAddr string // "127.0.0.1:0" picks a free port
+	APIAddr      string // results-api listen address; "127.0.0.1:0" picks a free port
+	// ClusterOnly runs the control plane, registry and imageID writer only
+	// (no NATS, Postgres, results-api, operator or executor).
+	ClusterOnly bool
+	OnlineDB    bool // use Grype's published DB instead of the project's offline one
+	Demo        bool // create the demo namespace, Scanner and Pods
+	// RequireGoDemo makes a failed build of the Go demo image an error
+	// (the e2e suite scans it); otherwise the stack starts without it.
+	RequireGoDemo bool
+	Parallel      int // scan Pods the executor runs at once
+
+	RetryBackoff time.Duration // operator --retry-backoff
+	JobTTL       time.Duration // operator --job-ttl
+	// UploadToken selects what the scan executor writes into the scan
+	// Pod's projected token: "serviceaccount" (a TokenRequest token,
+	// audience crowsnest-results-api) or "write-token" (results-api's write
+	// token, for a results-api without TokenReview).
+	UploadToken string
+	// Namespaces whose service accounts may write to results-api (its
+	// --allowed-service-accounts, as <namespace>/*) in serviceaccount mode.
+	// The demo namespace is always included.
+	Namespaces []string
+	// OnImageID, when set, is called when a Pod gets its imageIDs: the
+	// moment a kubelet would report the Pod running a known digest.
+	OnImageID func(namespace, name string, at time.Time)
+}
+
+func (o *Options) defaults() error {
+	if o.Root == "" {
+		root, err := findRoot()
+		if err != nil {
+			return err
+		}
+		o.Root = root
+	}
+	bin := filepath.Join(o.Root, "bin")
+	def := func(p *string, path string) {
+		if *p == "" {
+			*p = path
+		}
+	}
+	def(&o.Bin.KubeAssets, filepath.Join(bin, "k8s"))
+	def(&o.Bin.Kwok, filepath.Join(bin, "kwok"))
+	def(&o.Bin.NATS, filepath.Join(bin, "nats-server"))
+	def(&o.Bin.ResultsAPI, filepath.Join(bin, "results-api"))
+	def(&o.Bin.Operator, filepath.Join(bin, "operator"))
+	def(&o.Bin.Uploader, filepath.Join(bin, "uploader"))
+	def(&o.Bin.Grype, filepath.Join(bin, "grype"))
+	def(&o.Bin.Vulndb, filepath.Join(bin, "vulndb"))
+	def(&o.RegistryAddr, "127.0.0.1:0")
+	def(&o.APIAddr, "127.0.0.1:0")
+	def(&o.UploadToken, "serviceaccount")
+	if o.Nodes < 1 {
+		o.Nodes = 2
+	}
+	if o.Parallel < 1 {
+		o.Parallel = 4
+	}
+	if o.RetryBackoff <= 0 {
+		o.RetryBackoff = 15 * time.Second
+	}
+	if o.JobTTL <= 0 {
+		o.JobTTL = 10 * time.Minute
+	}
+	if o.UploadToken != "serviceaccount" && o.UploadToken != "write-token" {
+		return fmt.Errorf("upload token %q: want serviceaccount or write-token", o.UploadToken)
+	}
+	return nil
+}
+
+// missing lists the binaries a full stack needs that are not there.
+func (o *Options) missing() []string {
+	need := []string{filepath.Join(o.Bin.KubeAssets, "kube-apiserver"), o.Bin.Kwok}
+	if !o.ClusterOnly {
+		need = append(need, o.Bin.NATS, o.Bin.ResultsAPI, o.Bin.Operator, o.Bin.Uploader, o.Bin.Grype)
+		if !o.OnlineDB {
+			need = append(need, o.Bin.Vulndb)
+		}
+	}
+	var out []string
+	for _, p := range need {
+		if _, err := os.Stat(p); err != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// findRoot looks for go.work above the working directory, then above the
+// executable (bin/stack in a checkout).
+func findRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	if root, ok := rootAbove(wd); ok {
+		return root, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		if exe, err = filepath.EvalSymlinks(exe); err == nil {
+			if root, ok := rootAbove(filepath.Dir(exe)); ok {
+				return root, nil
+			}
+		}
+	}
+	return "", errors.New("go.work not found above the working directory or the stack binary: run from the Crowsnest checkout")
+}
+
+func rootAbove(dir string) (string, bool) {
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return dir, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,255 @@
+package stack
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/controlplane"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/executor"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/services"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/workload"
+)
+
+// Image names the operator puts into scan Jobs; the executor maps them to
+// the local binaries.
+const (
+	UploaderImage = "ghcr.io/crowsnest-dev/crowsnest-uploader:dev"
+	GrypeImage    = "anchore/grype:v0.121.2"
+	// TokenAudience is the audience of the scan Pods' projected token.
+	TokenAudience = "crowsnest-results-api"
+)
+
+// Stack is a running local Crowsnest.
+type Stack struct {
+	Options    Options
+	Cluster    *controlplane.ControlPlane
+	Registry   *registry.Registry
+	Client     client.Client
+	NATS       *services.NATS
+	Postgres   *services.Postgres
+	API        *services.ResultsAPI
+	Operator   *services.Operator
+	Executor   *executor.Executor
+	WriteToken string
+	GrypeDB    string // Grype's DB cache dir
+	Log        *slog.Logger
+
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closers []func()
+	ownDir  bool
+}
+
+// Start brings the stack up in dependency order. On error everything
+// started so far is stopped again.
+func Start(ctx context.Context, o Options, log *slog.Logger) (_ *Stack, err error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	if m := o.missing(); len(m) > 0 {
+		return nil, fmt.Errorf("missing binaries (run `make demo`, which builds them): %s", strings.Join(m, ", "))
+	}
+	s := &Stack{Options: o, Log: log}
+	if s.Options.StateDir == "" {
+		if s.Options.StateDir, err = os.MkdirTemp("", "crowsnest-stack-"); err != nil {
+			return nil, err
+		}
+		s.ownDir = true
+	} else if err := os.MkdirAll(s.Options.StateDir, 0o750); err != nil {
+		return nil, fmt.Errorf("create state dir %s: %w", s.Options.StateDir, err)
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if err := s.startCluster(ctx, bg); err != nil {
+		return nil, err
+	}
+	if !o.ClusterOnly {
+		if err := s.startServices(ctx, bg); err != nil {
+			return nil, err
+		}
+	}
+	if o.Demo {
+		refOf := func(name string) (string, bool) {
+			img, ok := s.Registry.Lookup(name)
+			return img.Ref(), ok
+		}
+		if err := workload.CreateDemo(ctx, s.Client, refOf); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *Stack) startCluster(ctx, bg context.Context) error {
+	o := s.Options
+	s.Log.Info("starting control plane", "nodes", o.Nodes)
+	cp, err := controlplane.Start(ctx, controlplane.Options{
+		AssetsDir: o.Bin.KubeAssets, Kwok: o.Bin.Kwok, StateDir: s.Options.StateDir, Nodes: o.Nodes,
+		CRDDirs: []string{filepath.Join(o.Root, "operator", "config", "crd", "bases")},
+	})
+	if err != nil {
+		return err
+	}
+	s.Cluster = cp
+	s.closers = append(s.closers, func() { _ = cp.Stop() })
+	if s.Client, err = workload.NewClient(cp.Config); err != nil {
+		return err
+	}
+	goBin, err := buildGoDemo(ctx, o.Root, s.Options.StateDir)
+	if err != nil {
+		if o.RequireGoDemo {
+			return fmt.Errorf("build the Go demo image: %w", err)
+		}
+		s.Log.Warn("the Go demo image is left out", "error", err)
+	}
+	images, err := registry.DemoImages(goBin)
+	if err != nil {
+		return err
+	}
+	reg, err := registry.Start(ctx, o.RegistryAddr, images)
+	if err != nil {
+		return err
+	}
+	s.Registry = reg
+	s.closers = append(s.closers, func() { _ = reg.Close() })
+	w := &workload.ImageIDWriter{Client: cp.Client, Resolve: reg.ResolveID, Log: s.Log, Written: o.OnImageID}
+	s.goRun(bg, "imageID writer", w.Run)
+	return nil
+}
+
+func (s *Stack) startServices(ctx, bg context.Context) error {
+	o := s.Options
+	logs := s.Options.StateDir
+	s.NATS = &services.NATS{Binary: o.Bin.NATS, StoreDir: filepath.Join(logs, "jetstream"), LogDir: logs}
+	if err := s.NATS.Start(ctx); err != nil {
+		return err
+	}
+	s.closers = append(s.closers, s.NATS.Stop)
+	pg, err := services.StartPostgres(ctx)
+	if err != nil {
+		return err
+	}
+	s.Postgres = pg
+	s.closers = append(s.closers, func() { _ = pg.Stop() })
+	s.WriteToken = randomToken()
+	listen := o.APIAddr
+	if strings.HasSuffix(listen, ":0") {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		listen = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	s.API = &services.ResultsAPI{Binary: o.Bin.ResultsAPI, LogDir: logs, StateDir: logs, Listen: listen,
+		DatabaseURL: pg.URL, NATSURL: s.NATS.URL(), WriteToken: s.WriteToken}
+	if ui := filepath.Join(o.Root, "web", "dist"); fileExists(filepath.Join(ui, "index.html")) {
+		// Serve the freshest dashboard build (make build-web also embeds it).
+		s.API.ExtraArgs = append(s.API.ExtraArgs, "--ui-dir="+ui)
+	}
+	if o.UploadToken == "serviceaccount" {
+		// Scan Pods present projected service-account tokens; results-api
+		// checks them with TokenReview against this control plane.
+		allowed := []string{workload.Namespace + "/*"}
+		for _, ns := range o.Namespaces {
+			allowed = append(allowed, ns+"/*")
+		}
+		s.API.ExtraArgs = append(s.API.ExtraArgs, "--auth-mode=tokenreview", "--kubeconfig="+s.Cluster.Kubeconfig,
+			"--token-audience="+TokenAudience, "--allowed-service-accounts="+strings.Join(allowed, ","))
+	}
+	if err := s.API.Start(ctx); err != nil {
+		return err
+	}
+	s.closers = append(s.closers, s.API.Stop)
+	s.GrypeDB = filepath.Join(logs, "grype-db")
+	s.Log.Info("preparing the Grype DB", "online", o.OnlineDB)
+	if err := services.PrepareGrypeDB(ctx, o.Bin.Grype, o.Bin.Vulndb, s.GrypeDB, o.OnlineDB); err != nil {
+		return err
+	}
+	s.Executor = &executor.Executor{
+		Client: s.Cluster.Client, WorkDir: filepath.Join(logs, "pods"), Parallel: o.Parallel,
+		Env: services.GrypeEnv(s.GrypeDB), Log: s.Log.With("component", "executor"),
+		Binary: s.binaryFor,
+		Volume: func(v corev1.Volume) string {
+			if v.Name == "grype-db" {
+				return s.GrypeDB // the swappable DB volume, pre-populated
+			}
+			return ""
+		},
+	}
+	if o.UploadToken == "write-token" {
+		s.Executor.TokenFile = filepath.Join(logs, "write-token")
+	}
+	s.goRun(bg, "scan executor", s.Executor.Run)
+	s.Operator = &services.Operator{Binary: o.Bin.Operator, LogDir: logs, Kubeconfig: s.Cluster.Kubeconfig,
+		ResultsAPIURL: s.API.URL(), NATSURL: s.NATS.URL(), UploaderImage: UploaderImage, GrypeImage: GrypeImage,
+		RetryBackoff: o.RetryBackoff, JobTTL: o.JobTTL}
+	if err := s.Operator.Start(ctx); err != nil {
+		return err
+	}
+	s.closers = append(s.closers, s.Operator.Stop)
+	return nil
+}
+
+// binaryFor maps a scan Pod's container image to a local binary.
+func (s *Stack) binaryFor(c corev1.Container) (string, error) {
+	switch {
+	case c.Image == UploaderImage || c.Name == "uploader":
+		return s.Options.Bin.Uploader, nil
+	case strings.Contains(c.Image, "grype") || c.Name == "grype":
+		return s.Options.Bin.Grype, nil
+	}
+	return "", fmt.Errorf("no local binary for image %s", c.Image)
+}
+
+func (s *Stack) goRun(ctx context.Context, name string, run func(context.Context) error) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			s.Log.Error(name+" stopped", "error", err)
+		}
+	}()
+}
+
+// Close stops everything in reverse order and removes the temp state.
+func (s *Stack) Close() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+	s.closers = nil
+	s.wg.Wait()
+	if s.ownDir {
+		_ = os.RemoveAll(s.Options.StateDir)
+	}
+}
+
+func randomToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
