@@ -1,6 +1,6 @@
 //go:build tools
 
-// Package tools pins the Kubernetes control-plane commands built by hack/build-kube.sh.
+// Package tools pins the Kubernetes control-plane commands built by hack/tools.sh kube.
 package tools
 
 import (

@@ -15,9 +15,6 @@ import (
 // scan.status on the dashboard's WebSocket and to report.stored, one Pod at
 // a time (`make bench-e2e`).
 func TestBenchLatency(t *testing.T) {
-	if os.Getenv("CROWSNEST_BENCH_E2E") == "" {
-		t.Skip("latency benchmark: run with make bench-e2e")
-	}
 	needFull(t)
 	ctx := withTimeout(t, 10*time.Minute)
 	ws := subscribeWS(t, shared.API.URL())
@@ -28,7 +25,7 @@ func TestBenchLatency(t *testing.T) {
 	if err := shared.Client.Create(ctx, workload.Scanner(ns, 1, 0)); err != nil {
 		t.Fatal(err)
 	}
-	const n = 20
+	n := pick(benchFull, 20, 3) // smoke size in make e2e, see bench_test.go
 	var status, stored []time.Duration
 	for i := range n {
 		b, err := registry.Variant(fmt.Sprintf("latency-%02d", i))

@@ -1,6 +1,6 @@
 // Package kubetest starts a real kube-apiserver and etcd for tests through
-// controller-runtime's envtest, using the binaries that hack/build-kube.sh and
-// hack/build-etcd.sh build from the Go module proxy.
+// controller-runtime's envtest, using the binaries that `hack/tools.sh kube
+// etcd` builds from the Go module proxy (linked into bin/k8s).
 package kubetest
 
 import (
