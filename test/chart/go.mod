@@ -66,3 +66,5 @@ require (
 )
 
 replace github.com/crowsnest-dev/crowsnest/test/support => ../support
+
+replace github.com/crowsnest-dev/crowsnest/api => ../../api

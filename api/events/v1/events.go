@@ -21,6 +21,13 @@ const (
 	SubjectReportStored  = "crowsnest.report.stored"
 	SubjectReportDeleted = "crowsnest.report.deleted"
 
+	// Subjects of the events the inventory, matcher and change-tracking
+	// work adds; reserved here so NATS permissions cover them from the start.
+	SubjectInventorySnapshot = "crowsnest.inventory.snapshot"
+	SubjectFindingsChanged   = "crowsnest.findings.changed"
+	SubjectVulnDBUpdated     = "crowsnest.vulndb.updated"
+	SubjectRematchDone       = "crowsnest.rematch.done"
+
 	// DuplicateWindow is how long JetStream remembers a Nats-Msg-Id. It is
 	// longer than the default two minutes so that a publisher restarted after
 	// a crash, which republishes what it cannot prove was sent, is still

@@ -12,10 +12,19 @@ const DefaultIgnoreLabel = "crowsnest.dev/ignore"
 // ScannerSpec says how the images running in the Scanner's namespace are
 // scanned.
 type ScannerSpec struct {
+	// Validated at admission so that no tenant can store a Scanner the
+	// operator cannot decode (that would break its list of every Scanner).
+	// Each CEL rule repeats its field's pattern: the API server runs the rules
+	// even when a pattern fails, and duration() of a string Go cannot parse
+	// would answer with an evaluation error instead of the rule's message.
+
 	// IgnoreLabel names a Pod label; Pods whose label of that name is "true"
-	// are not scanned.
+	// are not scanned. It is a label key: an optional DNS-subdomain prefix
+	// (at most 253 characters) and '/', then a name of at most 63 characters.
 	// +kubebuilder:default="crowsnest.dev/ignore"
 	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!self.contains('/') || self.indexOf('/') <= 253)",message="ignoreLabel must be a label key: an optional DNS-subdomain prefix (at most 253 characters) and '/', then a name of 1-63 characters [A-Za-z0-9-_.] that starts and ends alphanumeric"
 	// +optional
 	IgnoreLabel string `json:"ignoreLabel,omitempty"`
 
@@ -27,13 +36,23 @@ type ScannerSpec struct {
 	MaxConcurrentScans int32 `json:"maxConcurrentScans,omitempty"`
 
 	// RescanInterval is the age after which a report is refreshed by a new
-	// scan. 0s disables rescans.
+	// scan: 0s disables rescans, otherwise at least 1h. A Go duration (units
+	// h, m, s; no d).
 	// +kubebuilder:default="24h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') && (duration(self) == duration('0s') || duration(self) >= duration('1h'))",message="rescanInterval must be 0s (off) or at least 1h; Go duration units: s, m, h (no d)"
 	// +optional
 	RescanInterval *metav1.Duration `json:"rescanInterval,omitempty"`
 
-	// ScanTimeout bounds one scan Job (its activeDeadlineSeconds).
+	// ScanTimeout bounds one scan Job (its activeDeadlineSeconds): from 1m
+	// to 24h. A Go duration (units h, m, s; no d).
 	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') && duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="scanTimeout must be between 1m and 24h; Go duration units: s, m, h (no d)"
 	// +optional
 	ScanTimeout *metav1.Duration `json:"scanTimeout,omitempty"`
 
@@ -41,8 +60,11 @@ type ScannerSpec struct {
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
-	// GrypeImage overrides the operator's pinned Grype image.
+	// GrypeImage overrides the operator's pinned Grype image: an image
+	// reference [registry[:port]/]repository[:tag][@sha256:<64 hex>].
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]+)?/)?[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*(:[A-Za-z0-9_][-A-Za-z0-9_.]{0,127})?(@sha256:[a-f0-9]{64})?$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]+)?/)?[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*(:[A-Za-z0-9_][-A-Za-z0-9_.]{0,127})?(@sha256:[a-f0-9]{64})?$')",message="grypeImage must be an image reference [registry[:port]/]repository[:tag][@sha256:<64 hex>]: lower-case repository path, no whitespace"
 	// +optional
 	GrypeImage string `json:"grypeImage,omitempty"`
 }

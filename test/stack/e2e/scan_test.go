@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -186,7 +189,12 @@ func TestRescan(t *testing.T) {
 		if err := workload.EnsureNamespace(ctx, shared.Client, ns); err != nil {
 			t.Fatal(err)
 		}
-		if err := shared.Client.Create(ctx, workload.Scanner(ns, 2, 20*time.Second)); err != nil {
+		// The CRD refuses a rescanInterval under 1h, so the report is aged
+		// instead: scanned two hours ago as far as results-api knows. The
+		// operator may hold the fresh answer for --lookup-cache-ttl (30s).
+		ageReport(ctx, t, node.Digest, 2*time.Hour)
+		time.Sleep(31 * time.Second)
+		if err := shared.Client.Create(ctx, workload.Scanner(ns, 2, time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 		if err := shared.Client.Create(ctx, workload.Pod(ns, "frontend", node.Ref(), false)); err != nil {
@@ -236,4 +244,18 @@ func indexReason(es []seen, kind, reason string) int {
 		}
 	}
 	return -1
+}
+
+// ageReport moves a report's scan time back by d, in results-api's database.
+func ageReport(ctx context.Context, t *testing.T, digest string, d time.Duration) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, shared.Postgres.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tag, err := conn.Exec(ctx, "UPDATE reports SET scanned_at = scanned_at - make_interval(secs => $2) WHERE digest = $1", digest, d.Seconds())
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("age report %s: %v (%d rows)", digest, err, tag.RowsAffected())
+	}
 }

@@ -5,10 +5,14 @@ package natstest
 import (
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 )
 
 // Server is an embedded JetStream server that can be stopped and restarted on
@@ -72,6 +76,36 @@ func StartT(t testing.TB) (*Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Stop() })
+	return s, s.ClientURL()
+}
+
+// StartAuthT starts a server for one test that admits only the given
+// Crowsnest users, each with the permissions of the shared contract
+// (eventsv1.ServerAuthorization: the configuration the local stack and the
+// chart run), and shuts it down when the test ends.
+func StartAuthT(t testing.TB, passwords map[eventsv1.User]string) (*Server, string) {
+	t.Helper()
+	auth, err := eventsv1.ServerAuthorization(passwords)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	if err := os.WriteFile(conf, []byte(auth), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatalf("nats config: %v", err)
+	}
+	opts.Host, opts.Port = "127.0.0.1", server.RANDOM_PORT
+	opts.JetStream, opts.StoreDir = true, t.TempDir()
+	opts.NoLog, opts.NoSigs = true, true
+	s := &Server{opts: opts}
+	if err := s.start(); err != nil {
+		t.Fatal(err)
+	}
+	s.opts.Port = s.Addr().(*net.TCPAddr).Port
 	t.Cleanup(func() { s.Stop() })
 	return s, s.ClientURL()
 }
