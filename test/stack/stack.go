@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/controlplane"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/executor"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
@@ -158,7 +159,7 @@ func (s *Stack) startServices(ctx, bg context.Context) error {
 		listen = fmt.Sprintf("127.0.0.1:%d", port)
 	}
 	s.API = &services.ResultsAPI{Binary: o.Bin.ResultsAPI, LogDir: logs, StateDir: logs, Listen: listen,
-		DatabaseURL: pg.URL, NATSURL: s.NATS.URL(), WriteToken: s.WriteToken}
+		DatabaseURL: pg.URL, NATSURL: s.NATS.URL(), NATSPasswordFile: s.NATS.PasswordFile(eventsv1.UserResultsAPI), WriteToken: s.WriteToken}
 	if ui := filepath.Join(o.Root, "web", "dist"); fileExists(filepath.Join(ui, "index.html")) {
 		// Serve the freshest dashboard build (make build-web also embeds it).
 		s.API.ExtraArgs = append(s.API.ExtraArgs, "--ui-dir="+ui)
@@ -198,7 +199,7 @@ func (s *Stack) startServices(ctx, bg context.Context) error {
 	}
 	s.goRun(bg, "scan executor", s.Executor.Run)
 	s.Operator = &services.Operator{Binary: o.Bin.Operator, LogDir: logs, Kubeconfig: s.Cluster.Kubeconfig,
-		ResultsAPIURL: s.API.URL(), NATSURL: s.NATS.URL(), UploaderImage: UploaderImage, GrypeImage: GrypeImage,
+		ResultsAPIURL: s.API.URL(), NATSURL: s.NATS.URL(), NATSPasswordFile: s.NATS.PasswordFile(eventsv1.UserOperator), UploaderImage: UploaderImage, GrypeImage: GrypeImage,
 		RetryBackoff: o.RetryBackoff, JobTTL: o.JobTTL}
 	if err := s.Operator.Start(ctx); err != nil {
 		return err

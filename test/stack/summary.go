@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 )
 
 // PrintSummary tells the user what runs where.
@@ -15,7 +17,8 @@ func (s *Stack) PrintSummary(w io.Writer, took time.Duration) {
 	if s.API != nil {
 		fmt.Fprintf(&b, "  Dashboard     %s/\n", s.API.URL())
 		fmt.Fprintf(&b, "  REST API      %s/api/v1/reports\n", s.API.URL())
-		fmt.Fprintf(&b, "  NATS          %s   (nats sub 'crowsnest.>' -s %s)\n", s.NATS.URL(), s.NATS.URL())
+		fmt.Fprintf(&b, "  NATS          %s   (nats sub 'crowsnest.>' -s %s --user reader --password $(cat %s))\n",
+			s.NATS.URL(), s.NATS.URL(), s.NATS.PasswordFile(eventsv1.UserReader))
 		fmt.Fprintf(&b, "  Postgres      %s\n", s.Postgres.URL)
 		fmt.Fprintf(&b, "  Operator      metrics %s\n", s.Operator.MetricsURL())
 		fmt.Fprintf(&b, "  Write token   %s\n", filepath.Join(s.Options.StateDir, "write-token"))

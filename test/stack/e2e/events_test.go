@@ -68,10 +68,12 @@ func kinds(es []seen) string {
 }
 
 // subscribeNATS reads the CROWSNEST stream from its start with an ordered
-// consumer: an independent subscriber, as any other tool would be.
+// consumer: an independent subscriber with the read-only reader user, as
+// any other tool would be.
 func subscribeNATS(t *testing.T, url string) *recorder {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(200*time.Millisecond))
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(200*time.Millisecond),
+		nats.UserInfo(string(evv1.UserReader), shared.NATS.Password(evv1.UserReader)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,7 @@ func subscribeNATS(t *testing.T, url string) *recorder {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	stream, err := evv1.EnsureStream(ctx, js)
+	stream, err := js.Stream(ctx, evv1.StreamName) // the services create it; a reader may not
 	if err != nil {
 		t.Fatal(err)
 	}

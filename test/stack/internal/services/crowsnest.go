@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/proc"
 )
 
@@ -17,6 +18,7 @@ type ResultsAPI struct {
 	Binary, LogDir, StateDir string
 	Listen                   string // host:port
 	DatabaseURL, NATSURL     string
+	NATSPasswordFile         string // results-api's NATS password (user results-api)
 	WriteToken               string
 	// ExtraArgs are appended to the flags (e.g. TokenReview settings).
 	ExtraArgs []string
@@ -39,7 +41,7 @@ func (r *ResultsAPI) Start(ctx context.Context) error {
 	}
 	args := []string{"--listen=" + r.Listen, "--database-url-file=" + dbFile, "--write-token-file=" + tokenFile}
 	if r.NATSURL != "" {
-		args = append(args, "--nats-url="+r.NATSURL)
+		args = append(args, "--nats-url="+r.NATSURL, "--nats-user="+string(eventsv1.UserResultsAPI), "--nats-password-file="+r.NATSPasswordFile)
 	}
 	var err error
 	r.p, err = proc.Start(proc.Spec{Name: "results-api", Binary: r.Binary, LogDir: r.LogDir, Args: append(args, r.ExtraArgs...)})
@@ -60,6 +62,7 @@ func (r *ResultsAPI) Stop() {
 type Operator struct {
 	Binary, LogDir, Kubeconfig string
 	ResultsAPIURL, NATSURL     string
+	NATSPasswordFile           string // the operator's NATS password (user operator)
 	UploaderImage, GrypeImage  string
 	RetryBackoff, JobTTL       time.Duration
 	MetricsPort, ProbePort     int
@@ -89,7 +92,7 @@ func (o *Operator) Start(ctx context.Context) error {
 		args = append(args, "--grype-image="+o.GrypeImage)
 	}
 	if o.NATSURL != "" {
-		args = append(args, "--nats-url="+o.NATSURL)
+		args = append(args, "--nats-url="+o.NATSURL, "--nats-user="+string(eventsv1.UserOperator), "--nats-password-file="+o.NATSPasswordFile)
 	}
 	if o.RetryBackoff > 0 {
 		args = append(args, "--retry-backoff="+o.RetryBackoff.String(), "--retry-backoff-max="+(8*o.RetryBackoff).String())
