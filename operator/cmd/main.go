@@ -1,5 +1,5 @@
 // Command operator runs Crowsnest's Scanner controller: flags → Options →
-// manager.
+// manager with controller.Setup.
 package main
 
 import (
@@ -9,20 +9,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"go.uber.org/zap/zapcore"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/bus"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/controller"
-	"github.com/crowsnest-dev/crowsnest/operator/internal/publish"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/resultsclient"
 )
 
@@ -56,7 +52,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err := level.UnmarshalText([]byte(o.LogLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	ctrl.SetLogger(zap.New(zap.UseDevMode(o.LogFormat == "console"), zap.Level(level), zap.WriteTo(stderr)))
+	// The manager logs from many goroutines: serialize the writes, since
+	// stderr need not be safe for concurrent use (a test's buffer is not).
+	logs := zapcore.Lock(zapcore.AddSync(stderr))
+	ctrl.SetLogger(zap.New(zap.UseDevMode(o.LogFormat == "console"), zap.Level(level), zap.WriteTo(logs)))
 	cfg, err := kubeconfig()
 	if err != nil {
 		return fmt.Errorf("kubernetes client config: %w", err)
@@ -64,12 +63,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	return start(ctx, cfg, o)
 }
 
+// start builds the manager and the Scanner controller (controller.Setup)
+// and runs them until ctx ends.
 func start(ctx context.Context, cfg *rest.Config, o Options) error {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := crowsnestv1alpha1.AddToScheme(scheme); err != nil {
+	scheme, err := controller.NewScheme()
+	if err != nil {
 		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -86,14 +84,7 @@ func start(ctx context.Context, cfg *rest.Config, o Options) error {
 		return fmt.Errorf("create manager: %w", err)
 	}
 	lookupOpts := resultsclient.Options{
-		BaseURL: o.ResultsAPIURL, CacheTTL: o.LookupCacheTTL, Timeout: o.LookupTimeout,
-		Observe: func(d time.Duration, err error) {
-			result := "ok"
-			if err != nil {
-				result = "error"
-			}
-			controller.LookupDuration.WithLabelValues(result).Observe(d.Seconds())
-		},
+		BaseURL: o.ResultsAPIURL, CacheTTL: o.LookupCacheTTL, Timeout: o.LookupTimeout, Observe: controller.ObserveLookup,
 	}
 	if o.ResultsAPITokenFile != "" {
 		lookupOpts.Token = readToken(o.ResultsAPITokenFile)
@@ -102,51 +93,25 @@ func start(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	var pub publish.Publisher = publish.Disabled{}
-	var deleted *controller.DeletedReports
+	deps := controller.Deps{Lookup: lookup, Options: o.controllerOptions()}
 	if o.NATSURL != "" {
-		js, err := publish.Connect(o.NATSURL, o.PublishTimeout)
+		js, err := bus.Connect(o.NATSURL, o.PublishTimeout)
 		if err != nil {
 			return err
 		}
 		defer js.Close()
-		pub = js
-		// A report deleted in results-api must be rescanned while its image
-		// still runs: reconcile every Scanner with a fresh lookup.
-		deleted = controller.NewDeletedReports(mgr.GetClient(), lookup.Forget)
-		unsubscribe, err := js.OnReportDeleted(deleted.Deleted)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = unsubscribe() }()
-		if err := mgr.Add(deleted); err != nil {
-			return err
-		}
+		// Events out, and deleted reports in: a report deleted in
+		// results-api is rescanned while its image still runs.
+		deps.Publisher, deps.Deletions = js, js
 	}
-	uploaderURL := o.UploaderAPIURL
-	if uploaderURL == "" {
-		uploaderURL = o.ResultsAPIURL
-	}
-	r := &controller.ScannerReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("crowsnest-operator"),
-		Lookup: lookup, Publisher: pub,
-		Options: controller.Options{
-			GrypeImage: o.GrypeImage, UploaderImage: o.UploaderImage, UploaderAPIURL: uploaderURL,
-			ServiceAccount: o.ScanServiceAccount, JobTTL: o.JobTTL, RetryBase: o.RetryBackoff, RetryMax: o.RetryBackoffMax,
-			LookupRetry: o.LookupRetry, PublishRetry: o.PublishRetry,
-		},
-	}
-	if deleted != nil {
-		r.Rescans = deleted.Events()
-	}
-	if err := r.SetupWithManager(mgr, o.Workers); err != nil {
-		return fmt.Errorf("set up scanner controller: %w", err)
+	if err := controller.Setup(mgr, deps); err != nil {
+		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
+		return fmt.Errorf("add healthz check: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return err
+		return fmt.Errorf("add readyz check: %w", err)
 	}
 	ctrl.Log.WithName("setup").Info("starting operator", "resultsAPI", o.ResultsAPIURL, "nats", o.NATSURL != "", "leaderElect", o.LeaderElect)
 	if err := mgr.Start(ctx); err != nil {

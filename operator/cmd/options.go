@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/operator/internal/controller"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
 )
 
@@ -106,6 +107,19 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// controllerOptions are the settings the Scanner controller applies.
+func (o *Options) controllerOptions() controller.Options {
+	uploaderURL := o.UploaderAPIURL
+	if uploaderURL == "" {
+		uploaderURL = o.ResultsAPIURL
+	}
+	return controller.Options{
+		GrypeImage: o.GrypeImage, UploaderImage: o.UploaderImage, UploaderAPIURL: uploaderURL,
+		ServiceAccount: o.ScanServiceAccount, JobTTL: o.JobTTL, RetryBase: o.RetryBackoff, RetryMax: o.RetryBackoffMax,
+		LookupRetry: o.LookupRetry, PublishRetry: o.PublishRetry, Workers: o.Workers,
+	}
 }
 
 // readToken returns a function reading a bearer token file on each call.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,24 @@ import (
 	"github.com/crowsnest-dev/crowsnest/test/support/kubetest"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
 )
+
+// syncBuffer is a log sink the test can read while the operator writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -35,7 +54,7 @@ func TestRunServesProbesAndMetrics(t *testing.T) {
 	probe, metrics := freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	var logs bytes.Buffer
+	var logs syncBuffer
 	go func() {
 		done <- run(ctx, []string{
 			"--results-api-url=http://127.0.0.1:1", "--uploader-image=u", "--nats-url=" + natsURL,
@@ -84,7 +103,11 @@ func TestRunServesProbesAndMetrics(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("operator not serving probes and metrics: %v\n%s", err, logs.String())
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case err := <-done:
+			t.Fatalf("run returned before serving: %v\n%s", err, logs.String())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	cancel()
 	select {

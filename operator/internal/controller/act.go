@@ -170,8 +170,10 @@ func (r *ScannerReconciler) annotate(ctx context.Context, job *batchv1.Job, set 
 	for k, v := range set {
 		job.Annotations[k] = v
 	}
-	if err := r.Patch(ctx, job, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("annotate scan job %s: %w", job.Name, client.IgnoreNotFound(err))
+	// A Job deleted meanwhile (its TTL ran out, its Scanner went) has
+	// nothing left to annotate.
+	if err := client.IgnoreNotFound(r.Patch(ctx, job, client.MergeFrom(before))); err != nil {
+		return fmt.Errorf("annotate scan job %s: %w", job.Name, err)
 	}
 	return nil
 }

@@ -10,28 +10,29 @@ import (
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 )
 
-// DeletedReports turns "a report was deleted in results-api" into reconciles
+// deletedReports turns "a report was deleted in results-api" into reconciles
 // of every Scanner, so a deleted digest that is still running is scanned again
-// without waiting for an unrelated change. Add it to the manager as a
-// Runnable and point ScannerReconciler.Rescans at Events().
-type DeletedReports struct {
-	Client client.Reader
-	Forget func(digest string) // drops the digest's cached lookup answer
+// without waiting for an unrelated change. Setup subscribes deleted to the
+// deletions, adds it to the manager as a Runnable and watches Events().
+type deletedReports struct {
+	client      client.Reader
+	forget      func(digest string) // drops the digest's cached lookup answer
+	unsubscribe func() error        // ends the subscription when Start returns
 
 	digests chan string
 	events  chan event.GenericEvent
 }
 
-// NewDeletedReports makes a bounded queue of deleted digests.
-func NewDeletedReports(c client.Reader, forget func(string)) *DeletedReports {
-	return &DeletedReports{Client: c, Forget: forget, digests: make(chan string, 256), events: make(chan event.GenericEvent, 64)}
+// newDeletedReports makes a bounded queue of deleted digests.
+func newDeletedReports(c client.Reader, forget func(string)) *deletedReports {
+	return &deletedReports{client: c, forget: forget, digests: make(chan string, 256), events: make(chan event.GenericEvent, 64)}
 }
 
-// Deleted queues a digest without blocking; when the queue is full the digest
+// deleted queues a digest without blocking; when the queue is full the digest
 // is dropped, which is safe because one queued reconcile of every Scanner
-// covers every deleted digest (Forget is still applied).
-func (d *DeletedReports) Deleted(digest string) {
-	d.Forget(digest)
+// covers every deleted digest (forget is still applied).
+func (d *deletedReports) deleted(digest string) {
+	d.forget(digest)
 	select {
 	case d.digests <- digest:
 	default:
@@ -39,11 +40,14 @@ func (d *DeletedReports) Deleted(digest string) {
 }
 
 // Events is the source the Scanner controller watches.
-func (d *DeletedReports) Events() <-chan event.GenericEvent { return d.events }
+func (d *deletedReports) Events() <-chan event.GenericEvent { return d.events }
 
 // Start implements manager.Runnable: it enqueues every Scanner for each
-// deleted digest until ctx ends.
-func (d *DeletedReports) Start(ctx context.Context) error {
+// deleted digest until ctx ends, then unsubscribes.
+func (d *deletedReports) Start(ctx context.Context) error {
+	if d.unsubscribe != nil {
+		defer func() { _ = d.unsubscribe() }()
+	}
 	log := logf.FromContext(ctx).WithName("deleted-reports")
 	for {
 		select {
@@ -51,7 +55,7 @@ func (d *DeletedReports) Start(ctx context.Context) error {
 			return nil
 		case digest := <-d.digests:
 			var list crowsnestv1alpha1.ScannerList
-			if err := d.Client.List(ctx, &list); err != nil {
+			if err := d.client.List(ctx, &list); err != nil {
 				log.Error(err, "list scanners after report deletion", "digest", digest)
 				continue
 			}
@@ -68,4 +72,4 @@ func (d *DeletedReports) Start(ctx context.Context) error {
 }
 
 // NeedLeaderElection is true: only the leader schedules scans.
-func (d *DeletedReports) NeedLeaderElection() bool { return true }
+func (d *deletedReports) NeedLeaderElection() bool { return true }

@@ -1,7 +1,10 @@
-// Package controller holds the Scanner reconciler. It works in three steps,
-// each reconcile recomputing everything from the cluster and results-api:
-// observe (Pods → digests, this Scanner's Jobs, one batch lookup), decide
-// (pure functions: what needs a scan, what fits under the concurrency cap,
-// what is due for a retry) and act (record finished Jobs, publish events,
-// delete finished Jobs, create new ones), then patch the status once.
+// Package controller holds the Scanner reconciler and Setup, the one place
+// that wires it into a manager (cmd/main.go and the tests both call it). A
+// reconcile recomputes everything from the cluster and results-api in three
+// steps: observe (Pods → digests, this Scanner's Jobs, one batch lookup),
+// decide (pure functions: classify says what each digest needs, allocate
+// fits those needs under the concurrency cap and retry times) and act
+// (record finished Jobs, publish events, delete finished Jobs, create new
+// ones). The status is computed by pure setters and patched once, in a
+// defer, on every path, a failed reconcile included.
 package controller

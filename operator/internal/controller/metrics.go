@@ -1,8 +1,12 @@
 package controller
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 )
 
 // Metrics, registered with controller-runtime's registry so they are served
@@ -23,9 +27,7 @@ var (
 	scansFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "crowsnest_operator_scans_finished_total", Help: "Scan Jobs finished, by outcome and failure reason.",
 	}, []string{"outcome", "reason"})
-	// LookupDuration observes results-api batch lookups; main wires it into
-	// the results client.
-	LookupDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	lookupDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "crowsnest_operator_lookup_duration_seconds", Help: "Duration of results-api batch lookups.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 4, 8),
 	}, []string{"result"})
@@ -42,5 +44,27 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(digestsSeen, scansQueued, scansActive, jobsCreated, scansFinished,
-		LookupDuration, eventsPublished, eventsFailed, timedRequeues)
+		lookupDuration, eventsPublished, eventsFailed, timedRequeues)
+}
+
+// ObserveLookup records one results-api batch lookup; it is the results
+// client's Options.Observe.
+func ObserveLookup(d time.Duration, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	lookupDuration.WithLabelValues(result).Observe(d.Seconds())
+}
+
+func setGauges(s *crowsnestv1alpha1.Scanner) {
+	digestsSeen.WithLabelValues(s.Namespace, s.Name).Set(float64(s.Status.Images))
+	scansQueued.WithLabelValues(s.Namespace, s.Name).Set(float64(s.Status.Queued))
+	scansActive.WithLabelValues(s.Namespace, s.Name).Set(float64(s.Status.Scanning))
+}
+
+func deleteGauges(namespace, name string) {
+	digestsSeen.DeleteLabelValues(namespace, name)
+	scansQueued.DeleteLabelValues(namespace, name)
+	scansActive.DeleteLabelValues(namespace, name)
 }

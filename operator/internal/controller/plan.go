@@ -56,97 +56,58 @@ type plan struct {
 	requeueAfter time.Duration // 0: nothing timed to wait for
 }
 
-// needsScan says whether a digest needs a (re)scan given its report time.
-func needsScan(scannedAt time.Time, found bool, now time.Time, rescan time.Duration) (bool, eventsv1.NeedReason) {
-	if !found {
-		return true, eventsv1.NeedNew
+// decide is the pure heart of the reconciler: what each digest needs, then
+// which of those needs fit under the concurrency cap.
+func decide(o observed) plan {
+	needs := classify(o)
+	running := 0
+	for _, n := range needs {
+		if n.active {
+			running++
+		}
 	}
-	if rescan > 0 && !now.Before(scannedAt.Add(rescan)) {
-		return true, eventsv1.NeedRescan
-	}
-	return false, ""
+	return allocate(needs, max(o.maxConcurrent-running, 0))
 }
 
-// decide is the pure heart of the reconciler.
-func decide(o observed) plan {
+// allocate turns needs into a plan: it counts them, gives the free slots
+// to the wanted scans (never-scanned images first, then retries, then
+// rescans), queues the rest, and bounds the listed failures.
+func allocate(needs []need, slots int) plan {
 	var p plan
-	p.images = len(o.inventory.Targets) + len(o.inventory.NotPullable)
-	lookupOK := o.reports != nil
-	active := 0
-	for _, j := range o.jobs {
-		if j.result.phase == jobActive {
-			active++
-		}
-	}
-	p.scanning = active
-	wake := func(at time.Time) {
-		if d := at.Sub(o.now); d > 0 && (p.requeueAfter == 0 || d < p.requeueAfter) {
-			p.requeueAfter = d
-		}
-	}
-
 	var candidates []scanRequest
-	for _, digest := range sortedKeys(o.inventory.Targets) {
-		t := o.inventory.Targets[digest]
-		scannedAt, found := o.reports[digest]
-		if found && scannedAt.After(p.lastScan) {
-			p.lastScan = scannedAt
+	for _, n := range needs {
+		if n.image {
+			p.images++
 		}
-		need, why := needsScan(scannedAt, found, o.now, o.rescanInterval)
-		if lookupOK && !need {
+		if n.scanned {
 			p.scanned++
-			if o.rescanInterval > 0 {
-				wake(scannedAt.Add(o.rescanInterval))
-			}
 		}
-		j := o.jobs[digest]
-		switch {
-		case j != nil && j.result.phase == jobActive:
-			// counted in scanning
-		case j != nil && j.result.phase == jobFailed && lookupOK && need:
-			next := j.result.finishedAt.Add(o.backoff.delay(j.attempt))
+		if n.active {
+			p.scanning++
+		}
+		if n.queued {
+			p.queued++
+		}
+		if n.failure != nil {
 			p.failed++
-			p.failures = append(p.failures, failure(j, &next))
-			if o.now.Before(next) {
-				wake(next)
-				continue
-			}
-			candidates = append(candidates, scanRequest{digest: digest, target: t, attempt: j.attempt + 1, reason: eventsv1.NeedRetry, replace: j})
-		case j != nil && j.result.phase == jobFailed:
-			if lookupOK {
-				p.retire = append(p.retire, j) // a report exists after all
-			} else {
-				p.failed++
-				p.failures = append(p.failures, failure(j, nil))
-			}
-		case j != nil: // succeeded
-			if lookupOK {
-				p.retire = append(p.retire, j)
-			}
-			if lookupOK && need {
-				p.queued++ // the report did not arrive: scan again once the Job is gone
-			}
-		case lookupOK && need:
-			candidates = append(candidates, scanRequest{digest: digest, target: t, attempt: 1, reason: why})
+			p.failures = append(p.failures, *n.failure)
 		}
-	}
-	for _, digest := range sortedKeys(o.inventory.NotPullable) {
-		p.failed++
-		t := o.inventory.NotPullable[digest]
-		p.failures = append(p.failures, crowsnestv1alpha1.ScanFailure{
-			Digest: digest, Reason: crowsnestv1alpha1.FailureNotPullable,
-			Message: "the image was loaded into the node by digest only (imageID " + digest + "); it has no repository to pull it from, so it is not scanned; Pod " + t.Pods[0],
-		})
-	}
-	// Jobs of digests no longer running: let active ones finish, clear the rest.
-	for _, digest := range sortedKeys(o.jobs) {
-		if j := o.jobs[digest]; o.inventory.Targets[digest] == nil && j.result.phase != jobActive {
-			p.retire = append(p.retire, j)
+		if n.retire != nil {
+			p.retire = append(p.retire, n.retire)
+		}
+		if n.scan != nil {
+			candidates = append(candidates, *n.scan)
+		}
+		if n.wakeIn > 0 && (p.requeueAfter == 0 || n.wakeIn < p.requeueAfter) {
+			p.requeueAfter = n.wakeIn
+		}
+		if n.scannedAt.After(p.lastScan) {
+			p.lastScan = n.scannedAt
 		}
 	}
 
 	sort.SliceStable(candidates, func(a, b int) bool { return reasonRank(candidates[a].reason) < reasonRank(candidates[b].reason) })
-	slots := max(o.maxConcurrent-active, 0)
+	slots = max(slots, 0)
 	if len(candidates) > slots {
 		p.queued += len(candidates) - slots
 		candidates = candidates[:slots]
@@ -166,8 +127,8 @@ func decide(o observed) plan {
 	return p
 }
 
-func failure(j *scanJob, next *time.Time) crowsnestv1alpha1.ScanFailure {
-	f := crowsnestv1alpha1.ScanFailure{Digest: j.digest, Image: j.image, Reason: j.result.reason, Message: clip(j.result.message, 256), Attempt: int32(j.attempt)}
+func failure(j *scanJob, next *time.Time) *crowsnestv1alpha1.ScanFailure {
+	f := &crowsnestv1alpha1.ScanFailure{Digest: j.digest, Image: j.image, Reason: j.result.reason, Message: clip(j.result.message, 256), Attempt: int32(j.attempt)}
 	if next != nil {
 		f.NextRetry = &metav1.Time{Time: next.UTC().Truncate(time.Second)}
 	}

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -41,28 +42,6 @@ func creates(p plan) string {
 		s = append(s, c.digest[7:8]+":"+string(c.reason))
 	}
 	return strings.Join(s, ",")
-}
-
-func TestNeedsScan(t *testing.T) {
-	tests := []struct {
-		name      string
-		scannedAt time.Time
-		found     bool
-		rescan    time.Duration
-		want      bool
-		reason    eventsv1.NeedReason
-	}{
-		{"no report", time.Time{}, false, time.Hour, true, eventsv1.NeedNew},
-		{"fresh", t0.Add(-59 * time.Minute), true, time.Hour, false, ""},
-		{"exactly due", t0.Add(-time.Hour), true, time.Hour, true, eventsv1.NeedRescan},
-		{"stale", t0.Add(-48 * time.Hour), true, time.Hour, true, eventsv1.NeedRescan},
-		{"rescans off", t0.Add(-480 * time.Hour), true, 0, false, ""},
-	}
-	for _, tt := range tests {
-		if got, why := needsScan(tt.scannedAt, tt.found, t0, tt.rescan); got != tt.want || why != tt.reason {
-			t.Errorf("%s: needsScan = %v %q, want %v %q", tt.name, got, why, tt.want, tt.reason)
-		}
-	}
 }
 
 func TestDecide(t *testing.T) {
@@ -156,11 +135,125 @@ func TestDecideBoundsFailures(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
-	b := backoff{base: time.Minute, max: time.Hour}
-	for attempt, want := range map[int]time.Duration{1: time.Minute, 2: 2 * time.Minute, 3: 4 * time.Minute, 6: 32 * time.Minute, 7: time.Hour, 50: time.Hour} {
-		if got := b.delay(attempt); got != want {
-			t.Errorf("delay(%d) = %v, want %v", attempt, got, want)
+// needOf builds a need for allocate's table.
+func needOf(c byte, mods ...func(*need)) need {
+	n := need{digest: dg(c), image: true}
+	for _, m := range mods {
+		m(&n)
+	}
+	return n
+}
+
+func wants(reason eventsv1.NeedReason) func(*need) {
+	return func(n *need) {
+		n.scan = &scanRequest{digest: n.digest, attempt: 1, reason: reason}
+		if reason == eventsv1.NeedRetry {
+			n.scan.attempt = 2
+			n.failure = &crowsnestv1alpha1.ScanFailure{Digest: n.digest, Reason: crowsnestv1alpha1.FailureGrype, NextRetry: &metav1.Time{Time: t0}}
 		}
+	}
+}
+
+func failedUntil(next time.Duration) func(*need) {
+	return func(n *need) {
+		n.failure = &crowsnestv1alpha1.ScanFailure{Digest: n.digest, Reason: crowsnestv1alpha1.FailureGrype}
+		if next >= 0 {
+			n.failure.NextRetry = &metav1.Time{Time: t0.Add(next)}
+		}
+	}
+}
+
+func TestAllocate(t *testing.T) {
+	scanned := func(n *need) { n.scanned = true }
+	active := func(n *need) { n.active = true }
+	gone := func(n *need) { n.image = false }
+	tests := []struct {
+		name                                              string
+		needs                                             []need
+		slots                                             int
+		create                                            string
+		images, scanned, queued, scanning, failed, retire int
+		requeue                                           time.Duration
+		check                                             func(plan) error
+	}{
+		{name: "the cap cuts candidates; the rest is queued", slots: 2,
+			needs:  []need{needOf('a', wants(eventsv1.NeedNew)), needOf('b', wants(eventsv1.NeedNew)), needOf('c', wants(eventsv1.NeedNew))},
+			create: "a:new,b:new", images: 3, queued: 1, scanning: 2},
+		{name: "new before retry before rescan", slots: 3,
+			needs:  []need{needOf('a', wants(eventsv1.NeedRescan)), needOf('b', wants(eventsv1.NeedRetry)), needOf('c', wants(eventsv1.NeedNew))},
+			create: "c:new,b:retry,a:rescan", images: 3, scanning: 3},
+		{name: "a retry without a slot stays failed", slots: 0,
+			needs:  []need{needOf('a', wants(eventsv1.NeedRetry))},
+			images: 1, queued: 1, failed: 1,
+			check: func(p plan) error {
+				if len(p.failures) != 1 {
+					return fmt.Errorf("failures %+v", p.failures)
+				}
+				return nil
+			}},
+		{name: "a retry that gets a slot leaves the failures", slots: 1,
+			needs:  []need{needOf('a', wants(eventsv1.NeedRetry)), needOf('b', failedUntil(time.Minute))},
+			create: "a:retry", images: 2, scanning: 1, failed: 1,
+			check: func(p plan) error {
+				if len(p.failures) != 1 || p.failures[0].Digest != dg('b') {
+					return fmt.Errorf("failures %+v", p.failures)
+				}
+				return nil
+			}},
+		{name: "negative slots are none", slots: -3, needs: []need{needOf('a', wants(eventsv1.NeedNew))}, images: 1, queued: 1},
+		{name: "counts", slots: 5,
+			needs: []need{needOf('a', scanned), needOf('b', active), needOf('c', active, gone),
+				needOf('d', gone, func(n *need) { n.retire = &scanJob{} }), needOf('e', func(n *need) { n.queued, n.retire = true, &scanJob{} })},
+			images: 3, scanned: 1, queued: 1, scanning: 2, retire: 2},
+		{name: "the earliest wake wins; the newest report is the last scan", slots: 1,
+			needs: []need{needOf('a', scanned, func(n *need) { n.wakeIn, n.scannedAt = 2*time.Hour, t0.Add(-time.Hour) }),
+				needOf('b', scanned, func(n *need) { n.wakeIn, n.scannedAt = time.Hour, t0.Add(-3*time.Hour) }), needOf('c', scanned)},
+			images: 3, scanned: 3, requeue: time.Hour,
+			check: func(p plan) error {
+				if !p.lastScan.Equal(t0.Add(-time.Hour)) {
+					return fmt.Errorf("lastScan %v", p.lastScan)
+				}
+				return nil
+			}},
+		{name: "failures: soonest retry first, no retry last, bounded", slots: 0,
+			needs: func() []need {
+				var ns []need
+				for i := range 12 {
+					ns = append(ns, needOf(byte('a'+i), failedUntil(time.Duration(11-i)*time.Minute-time.Minute)))
+				}
+				return ns
+			}(),
+			images: 12, failed: 12,
+			check: func(p plan) error {
+				if len(p.failures) != crowsnestv1alpha1.MaxRecentFailures {
+					return fmt.Errorf("%d failures listed", len(p.failures))
+				}
+				for i, f := range p.failures {
+					if f.NextRetry == nil || (i > 0 && f.NextRetry.Before(p.failures[i-1].NextRetry)) {
+						return fmt.Errorf("failure %d out of order: %+v", i, p.failures)
+					}
+				}
+				return nil
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := allocate(tt.needs, tt.slots)
+			if got := creates(p); got != tt.create {
+				t.Errorf("create = %q, want %q", got, tt.create)
+			}
+			if p.images != tt.images || p.scanned != tt.scanned || p.queued != tt.queued || p.scanning != tt.scanning || p.failed != tt.failed || len(p.retire) != tt.retire {
+				t.Errorf("images %d scanned %d queued %d scanning %d failed %d retire %d; want %d %d %d %d %d %d",
+					p.images, p.scanned, p.queued, p.scanning, p.failed, len(p.retire), tt.images, tt.scanned, tt.queued, tt.scanning, tt.failed, tt.retire)
+			}
+			if p.requeueAfter != tt.requeue {
+				t.Errorf("requeueAfter = %v, want %v", p.requeueAfter, tt.requeue)
+			}
+			if tt.check != nil {
+				if err := tt.check(p); err != nil {
+					t.Error(err)
+				}
+			}
+		})
 	}
 }

@@ -92,15 +92,19 @@ func TestRescanAfterInterval(t *testing.T) {
 	api := apitest.Start(t)
 	putReport(t, api, testDigest(8))
 	runPod(t, ns, "web", nil, "nginx@"+testDigest(8))
-	newScanner(t, ns, func(s *crowsnestv1alpha1.ScannerSpec) { s.RescanInterval = &metav1.Duration{Duration: 4 * time.Second} })
-	startOperator(t, ns, api.URL, "", testOptions())
+	// The shortest rescan interval the CRD admits is 1h: the operator's clock
+	// runs 1h-6s ahead, so the report is due for a rescan 6s after it was
+	// stored.
+	newScanner(t, ns, func(s *crowsnestv1alpha1.ScannerSpec) { s.RescanInterval = &metav1.Duration{Duration: time.Hour} })
+	ahead := time.Hour - 6*time.Second
+	startOperator(t, ns, api.URL, "", testOptions(), func(d *Deps) { d.Now = func() time.Time { return time.Now().Add(ahead) } })
 
 	eventually(t, 10*time.Second, "scanned and up to date", readyReason(t, ns, crowsnestv1alpha1.ReasonUpToDate))
 	if n := len(scanJobs(t, ns)); n != 0 {
 		t.Fatalf("%d jobs for a freshly scanned digest", n)
 	}
 	// No Pod or Job changes from here: only the reconciler's timed wake-up
-	// at scannedAt+4s can start the rescan.
+	// at scannedAt+6s can start the rescan.
 	eventually(t, 15*time.Second, "a rescan job", jobCount(t, ns, 1))
 	if r := scanJobs(t, ns)[0].Annotations[scanjob.AnnotationReason]; r != "rescan" {
 		t.Errorf("reason %q, want rescan", r)

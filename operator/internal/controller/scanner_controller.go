@@ -2,14 +2,11 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,17 +17,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
-	"github.com/crowsnest-dev/crowsnest/operator/internal/discovery"
-	"github.com/crowsnest-dev/crowsnest/operator/internal/publish"
-	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/bus"
 )
 
 // Lookup answers which digests have a report (resultsclient.Client).
 type Lookup interface {
 	Lookup(ctx context.Context, want map[string]time.Time) (map[string]time.Time, error)
+	// Forget drops a digest's cached answer once its report is deleted.
+	Forget(digest string)
 }
 
-// Options are the operator-wide settings the reconciler applies.
+// Options are the operator-wide settings the controller applies.
 type Options struct {
 	GrypeImage     string
 	UploaderImage  string
@@ -41,9 +38,10 @@ type Options struct {
 	RetryMax       time.Duration
 	LookupRetry    time.Duration // first wait after a failed lookup; doubles to 5m
 	PublishRetry   time.Duration // wait before retrying undelivered events
+	Workers        int           // Scanners reconciled in parallel
 }
 
-// ScannerReconciler reconciles Scanners.
+// ScannerReconciler reconciles Scanners. Setup builds it.
 type ScannerReconciler struct {
 	client.Client
 	// APIReader reads Jobs straight from the API server: the concurrency cap
@@ -51,11 +49,12 @@ type ScannerReconciler struct {
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Lookup    Lookup
-	Publisher publish.Publisher
+	Publisher bus.Publisher
 	Options   Options
 	Now       func() time.Time
-	// Rescans, when set, are extra reconcile triggers (DeletedReports.Events).
-	Rescans <-chan event.GenericEvent
+
+	// rescans are extra reconcile triggers (deletedReports.Events).
+	rescans <-chan event.GenericEvent
 
 	mu             sync.Mutex
 	lookupFailures map[types.NamespacedName]int
@@ -68,9 +67,10 @@ type ScannerReconciler struct {
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=create;get;list;watch;delete;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile observes, decides, acts, and patches the status once.
-func (r *ScannerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	logger := log.FromContext(ctx)
+// Reconcile observes, decides and acts, and patches the status once, in a
+// defer, on every path after the Scanner was read: a failure that repeats
+// must show in the status rather than leave the last success's conditions.
+func (r *ScannerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	var s crowsnestv1alpha1.Scanner
 	if err := r.Get(ctx, req.NamespacedName, &s); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -84,37 +84,50 @@ func (r *ScannerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, nil // its Jobs go with it through owner references
 	}
 	before := s.DeepCopy()
+	var out outcome
+	defer func() {
+		out.reconcileErr = retErr
+		setStatus(&s, out)
+		setGauges(&s)
+		if err := r.patchStatus(ctx, before, &s); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
 
-	obs, err := r.observe(ctx, &s)
-	if err != nil {
+	var err error
+	if out, err = r.reconcile(ctx, &s); err != nil {
 		return ctrl.Result{}, err
+	}
+	return r.requeue(ctx, req.NamespacedName, out), nil
+}
+
+// reconcile is observe → decide → act.
+func (r *ScannerReconciler) reconcile(ctx context.Context, s *crowsnestv1alpha1.Scanner) (outcome, error) {
+	obs, err := r.observe(ctx, s)
+	if err != nil {
+		return outcome{}, err
 	}
 	p := decide(obs.observed)
-	out := outcome{plan: p, lookupErr: obs.lookupErr}
-	out.eventsErr, err = r.act(ctx, &s, obs, &p)
+	eventsErr, err := r.act(ctx, s, obs, &p)
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome{}, err
 	}
-	out.plan = p
+	return outcome{plan: p, lookupErr: obs.lookupErr, eventsErr: eventsErr}, nil
+}
 
-	setStatus(&s, out)
-	setGauges(&s)
-	if !equality.Semantic.DeepEqual(before.Status, s.Status) {
-		// An update, not a merge patch: a merge patch leaves out counts
-		// that are zero, and the counts are required fields.
-		if err := r.Status().Update(ctx, &s); err != nil {
-			return ctrl.Result{}, fmt.Errorf("update scanner status: %w", err)
-		}
-	}
-
-	res := ctrl.Result{RequeueAfter: p.requeueAfter}
+// requeue says when to run again without a watch event: at the plan's next
+// timed event, after the lookup backoff, or to retry undelivered events,
+// whichever is first.
+func (r *ScannerReconciler) requeue(ctx context.Context, key types.NamespacedName, out outcome) ctrl.Result {
+	logger := log.FromContext(ctx)
+	res := ctrl.Result{RequeueAfter: out.plan.requeueAfter}
 	why := "scheduled"
-	if obs.lookupErr != nil {
-		n := r.lookupFailed(req.NamespacedName, true)
+	if out.lookupErr != nil {
+		n := r.lookupFailed(key, true)
 		res.RequeueAfter, why = backoff{base: r.Options.LookupRetry, max: 5 * time.Minute}.delay(n), "lookup"
-		logger.Info("results-api lookup failed; no scan Jobs created", "error", obs.lookupErr.Error(), "retryIn", res.RequeueAfter)
+		logger.Info("results-api lookup failed; no scan Jobs created", "error", out.lookupErr.Error(), "retryIn", res.RequeueAfter)
 	} else {
-		r.lookupFailed(req.NamespacedName, false)
+		r.lookupFailed(key, false)
 	}
 	if out.eventsErr != nil && (res.RequeueAfter == 0 || r.Options.PublishRetry < res.RequeueAfter) {
 		res.RequeueAfter, why = r.Options.PublishRetry, "events"
@@ -123,7 +136,25 @@ func (r *ScannerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if res.RequeueAfter > 0 {
 		timedRequeues.WithLabelValues(why).Inc()
 	}
-	return res, nil
+	return res
+}
+
+// patchStatus writes s.Status with a merge patch of the status subresource
+// when it differs from before's.
+func (r *ScannerReconciler) patchStatus(ctx context.Context, before, s *crowsnestv1alpha1.Scanner) error {
+	if equality.Semantic.DeepEqual(before.Status, s.Status) {
+		return nil
+	}
+	// The counts are required and never omitted, but a diff carries only
+	// the fields that changed, and a Scanner whose status was never written
+	// has no counts on the server to keep. Diffing against impossible counts
+	// puts all five in every patch.
+	base := before.DeepCopy()
+	base.Status.Images, base.Status.Scanned, base.Status.Queued, base.Status.Scanning, base.Status.Failed = -1, -1, -1, -1, -1
+	if err := r.Status().Patch(ctx, s, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("patch scanner status: %w", err)
+	}
+	return nil
 }
 
 // lookupFailed counts consecutive lookup failures of a Scanner (failed) or
@@ -140,97 +171,4 @@ func (r *ScannerReconciler) lookupFailed(key types.NamespacedName, failed bool) 
 	}
 	r.lookupFailures[key]++
 	return r.lookupFailures[key]
-}
-
-// observation is a reconcile's view of the world.
-type observation struct {
-	observed
-	lookupErr error
-}
-
-func (r *ScannerReconciler) observe(ctx context.Context, s *crowsnestv1alpha1.Scanner) (observation, error) {
-	now := r.Now()
-	var pods corev1.PodList
-	// The cached Pods are only read: skipping the deep copy of every Pod
-	// is most of a reconcile's cost with thousands of Pods.
-	if err := r.List(ctx, &pods, client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return observation{}, fmt.Errorf("list pods: %w", err)
-	}
-	inv := discovery.Collect(pods.Items, s.Spec.EffectiveIgnoreLabel())
-	jobs, err := r.observeJobs(ctx, s)
-	if err != nil {
-		return observation{}, err
-	}
-	want := make(map[string]time.Time, len(inv.Targets))
-	for d := range inv.Targets {
-		switch j := jobs[d]; {
-		case j != nil && j.result.phase == jobSucceeded:
-			// Decides whether to retire the Job: only a fresh answer will do
-			// (condition times have one-second resolution).
-			want[d] = now
-		case j != nil && j.result.phase == jobFailed:
-			want[d] = j.result.finishedAt.Add(time.Second)
-		default:
-			want[d] = time.Time{}
-		}
-	}
-	obs := observation{observed: observed{
-		now: now, inventory: inv, jobs: jobs,
-		rescanInterval: s.Spec.EffectiveRescanInterval(),
-		maxConcurrent:  s.Spec.EffectiveMaxConcurrentScans(),
-		backoff:        backoff{base: r.Options.RetryBase, max: r.Options.RetryMax},
-	}}
-	obs.reports = map[string]time.Time{}
-	if len(want) > 0 {
-		reports, err := r.Lookup.Lookup(ctx, want)
-		if err != nil {
-			obs.reports, obs.lookupErr = nil, err
-		} else {
-			obs.reports = reports
-		}
-	}
-	return obs, nil
-}
-
-func (r *ScannerReconciler) observeJobs(ctx context.Context, s *crowsnestv1alpha1.Scanner) (map[string]*scanJob, error) {
-	var list batchv1.JobList
-	if err := r.APIReader.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingLabels(scanjob.SelectorLabels(s.Name))); err != nil {
-		return nil, fmt.Errorf("list scan jobs: %w", err)
-	}
-	jobs := make(map[string]*scanJob, len(list.Items))
-	for i := range list.Items {
-		job := &list.Items[i]
-		digest := job.Annotations[scanjob.AnnotationDigest]
-		if discovery.ValidDigest(digest) != nil || !job.DeletionTimestamp.IsZero() || jobs[digest] != nil {
-			continue
-		}
-		attempt, _ := strconv.Atoi(job.Annotations[scanjob.AnnotationAttempt])
-		j := &scanJob{job: job, digest: digest, image: job.Annotations[scanjob.AnnotationImage], attempt: max(attempt, 1),
-			reason: job.Annotations[scanjob.AnnotationReason], result: jobOutcome(job, nil)}
-		if j.result.phase == jobFailed {
-			if recorded := job.Annotations[scanjob.AnnotationFailure]; recorded != "" {
-				j.result.reason, j.result.message, _ = strings.Cut(recorded, ": ")
-			} else {
-				var pods corev1.PodList
-				if err := r.List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}, client.UnsafeDisableDeepCopy); err != nil {
-					return nil, fmt.Errorf("list pods of job %s: %w", job.Name, err)
-				}
-				j.result = jobOutcome(job, pods.Items)
-			}
-		}
-		jobs[digest] = j
-	}
-	return jobs, nil
-}
-
-func setGauges(s *crowsnestv1alpha1.Scanner) {
-	digestsSeen.WithLabelValues(s.Namespace, s.Name).Set(float64(s.Status.Images))
-	scansQueued.WithLabelValues(s.Namespace, s.Name).Set(float64(s.Status.Queued))
-	scansActive.WithLabelValues(s.Namespace, s.Name).Set(float64(s.Status.Scanning))
-}
-
-func deleteGauges(namespace, name string) {
-	digestsSeen.DeleteLabelValues(namespace, name)
-	scansQueued.DeleteLabelValues(namespace, name)
-	scansActive.DeleteLabelValues(namespace, name)
 }

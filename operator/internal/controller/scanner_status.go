@@ -9,18 +9,37 @@ import (
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 )
 
+// ReasonReconcileFailed is the Ready and Stalled reason when a reconcile
+// failed (the API server refused a scan Job, say); the message holds the
+// error.
+const ReasonReconcileFailed = "ReconcileFailed"
+
+// maxErrorMessage bounds an error quoted in a condition message.
+const maxErrorMessage = 1024
+
 // outcome is what the status setters need from one reconcile.
 type outcome struct {
-	plan      plan
-	lookupErr error // results-api lookup failed
-	eventsErr error // an event could not be published
+	plan         plan
+	lookupErr    error // results-api lookup failed
+	eventsErr    error // an event could not be published
+	reconcileErr error // the reconcile failed; plan is not known
 }
 
 // setStatus writes counts, recent failures and conditions. It is pure: the
-// same Scanner and outcome give the same status.
+// same Scanner and outcome give the same status. After a failed reconcile
+// the counts and failures stay those of the last one that finished.
 func setStatus(s *crowsnestv1alpha1.Scanner, o outcome) {
 	st := &s.Status
 	st.ObservedGeneration = s.Generation
+	if o.reconcileErr == nil {
+		setCounts(st, o)
+	}
+	setReady(s, o)
+	setReconciling(s, o)
+	setStalled(s, o)
+}
+
+func setCounts(st *crowsnestv1alpha1.ScannerStatus, o outcome) {
 	st.Images = int32(o.plan.images)
 	st.Scanning = int32(o.plan.scanning)
 	st.Failed = int32(o.plan.failed)
@@ -32,15 +51,15 @@ func setStatus(s *crowsnestv1alpha1.Scanner, o outcome) {
 		}
 	}
 	st.RecentFailures = o.plan.failures
-	setReady(s, o)
-	setReconciling(s, o)
-	setStalled(s, o)
 }
 
 func setReady(s *crowsnestv1alpha1.Scanner, o outcome) {
 	st := &s.Status
 	c := metav1.Condition{Type: crowsnestv1alpha1.ConditionReady, ObservedGeneration: s.Generation}
 	switch {
+	case o.reconcileErr != nil:
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonReconcileFailed
+		c.Message = "reconcile failed (retrying with backoff): " + clip(o.reconcileErr.Error(), maxErrorMessage)
 	case o.lookupErr != nil:
 		c.Status, c.Reason = metav1.ConditionFalse, crowsnestv1alpha1.ReasonResultsAPIUnavailable
 		c.Message = fmt.Sprintf("results-api lookup failed, so no scan Jobs are created until it answers (retrying with backoff): %v", o.lookupErr)
@@ -62,7 +81,7 @@ func setReady(s *crowsnestv1alpha1.Scanner, o outcome) {
 
 func setReconciling(s *crowsnestv1alpha1.Scanner, o outcome) {
 	st := &s.Status
-	if o.lookupErr == nil && st.Queued+st.Scanning > 0 {
+	if o.reconcileErr == nil && o.lookupErr == nil && st.Queued+st.Scanning > 0 {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: crowsnestv1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
 			Reason: crowsnestv1alpha1.ReasonScanning, Message: fmt.Sprintf("%d scanning, %d queued", st.Scanning, st.Queued),
@@ -74,12 +93,18 @@ func setReconciling(s *crowsnestv1alpha1.Scanner, o outcome) {
 
 func setStalled(s *crowsnestv1alpha1.Scanner, o outcome) {
 	st := &s.Status
-	if o.lookupErr != nil {
+	switch {
+	case o.reconcileErr != nil:
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: crowsnestv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
+			Reason: ReasonReconcileFailed, Message: clip(o.reconcileErr.Error(), maxErrorMessage),
+		})
+	case o.lookupErr != nil:
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: crowsnestv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
 			Reason: crowsnestv1alpha1.ReasonResultsAPIUnavailable, Message: "cannot tell which images are scanned: results-api is unreachable; check the operator's --results-api-url and the results-api Pods",
 		})
-		return
+	default:
+		meta.RemoveStatusCondition(&st.Conditions, crowsnestv1alpha1.ConditionStalled)
 	}
-	meta.RemoveStatusCondition(&st.Conditions, crowsnestv1alpha1.ConditionStalled)
 }

@@ -2,13 +2,17 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -21,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/bus"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/discovery"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
 )
@@ -41,19 +46,91 @@ func CacheOptions() cache.Options {
 	}
 }
 
-// SetupWithManager watches Scanners (spec changes), their Jobs (status
-// changes) and Pods (image, label and phase changes) and maps each Pod to
-// the Scanners of its namespace.
-func (r *ScannerReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+// NewScheme returns a scheme with the built-in kinds and the Scanner.
+func NewScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("add built-in kinds to scheme: %w", err)
+	}
+	if err := crowsnestv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("add crowsnest kinds to scheme: %w", err)
+	}
+	return scheme, nil
+}
+
+// ReportDeletions delivers the digest of every report deleted in
+// results-api (bus.JetStream).
+type ReportDeletions interface {
+	OnReportDeleted(fn func(digest string)) (unsubscribe func() error, err error)
+}
+
+// Deps is everything the Scanner controller is built from besides the
+// manager.
+type Deps struct {
+	// Lookup asks results-api which digests have a report (required).
+	Lookup Lookup
+	// Publisher sends image.needed and job.done; nil sends nothing.
+	Publisher bus.Publisher
+	// Deletions, when set, turns each deleted report into a reconcile of
+	// every Scanner, so a digest that still runs is scanned again at once.
+	Deletions ReportDeletions
+	Options   Options
+	// Now is the reconciler's clock; nil is time.Now.
+	Now func() time.Time
+}
+
+// Setup adds the Scanner controller to mgr, with the watch on deleted
+// reports when deps.Deletions is set. cmd/main.go and the controller tests
+// both call it, so the tests run the wiring that ships.
+func Setup(mgr ctrl.Manager, deps Deps) error {
+	if deps.Lookup == nil {
+		return errors.New("set up scanner controller: no results-api lookup")
+	}
+	r := newReconciler(mgr, deps)
+	if deps.Deletions != nil {
+		deleted := newDeletedReports(mgr.GetClient(), deps.Lookup.Forget)
+		unsubscribe, err := deps.Deletions.OnReportDeleted(deleted.deleted)
+		if err != nil {
+			return fmt.Errorf("watch deleted reports: %w", err)
+		}
+		deleted.unsubscribe = unsubscribe
+		if err := mgr.Add(deleted); err != nil {
+			_ = unsubscribe()
+			return fmt.Errorf("add deleted-reports runnable: %w", err)
+		}
+		r.rescans = deleted.Events()
+	}
+	if err := r.setupWithManager(mgr, deps.Options.Workers); err != nil {
+		return fmt.Errorf("set up scanner controller: %w", err)
+	}
+	return nil
+}
+
+// newReconciler builds the reconciler on mgr's clients.
+func newReconciler(mgr ctrl.Manager, deps Deps) *ScannerReconciler {
+	r := &ScannerReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("crowsnest-operator"),
+		Lookup: deps.Lookup, Publisher: deps.Publisher, Options: deps.Options, Now: deps.Now,
+	}
+	if r.Publisher == nil {
+		r.Publisher = bus.Disabled{}
+	}
 	if r.Now == nil {
 		r.Now = time.Now
 	}
+	return r
+}
+
+// setupWithManager watches Scanners (spec changes), their Jobs (status
+// changes) and Pods (image, label and phase changes) and maps each Pod to
+// the Scanners of its namespace.
+func (r *ScannerReconciler) setupWithManager(mgr ctrl.Manager, workers int) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&crowsnestv1alpha1.Scanner{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&batchv1.Job{}, builder.WithPredicates(jobChanged)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.scannersForPod), builder.WithPredicates(podChanged))
-	if r.Rescans != nil {
-		b = b.WatchesRawSource(source.Channel(r.Rescans, &handler.EnqueueRequestForObject{}))
+	if r.rescans != nil {
+		b = b.WatchesRawSource(source.Channel(r.rescans, &handler.EnqueueRequestForObject{}))
 	}
 	return b.WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
 		Named("scanner").

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,8 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
-	"github.com/crowsnest-dev/crowsnest/operator/internal/publish"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/bus"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/resultsclient"
 	"github.com/crowsnest-dev/crowsnest/test/support/kubetest"
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
@@ -39,17 +37,16 @@ import (
 
 var (
 	restConfig *rest.Config
-	scheme     = runtime.NewScheme()
+	scheme     *runtime.Scheme
 	k8s        client.Client
 	nsCounter  atomic.Int64
 )
 
 func TestMain(m *testing.M) {
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	if err := crowsnestv1alpha1.AddToScheme(scheme); err != nil {
-		panic(err)
+	var err error
+	if scheme, err = NewScheme(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	if os.Getenv("CROWSNEST_TEST_LOG") != "" {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
@@ -79,20 +76,19 @@ func testOptions() Options {
 	return Options{
 		GrypeImage: "anchore/grype:v0.121.2", UploaderImage: "ghcr.io/crowsnest-dev/uploader:test", UploaderAPIURL: "http://results-api:8080",
 		JobTTL: 2 * time.Hour, RetryBase: 2 * time.Second, RetryMax: 10 * time.Second,
-		LookupRetry: 200 * time.Millisecond, PublishRetry: 300 * time.Millisecond,
+		LookupRetry: 200 * time.Millisecond, PublishRetry: 300 * time.Millisecond, Workers: 2,
 	}
 }
 
 // operator is a running manager with the Scanner controller, watching one
-// namespace, as cmd/main.go wires it.
+// namespace, wired by Setup as cmd/main.go wires it.
 type operator struct {
-	reconciler *ScannerReconciler
-	cancel     context.CancelFunc
-	done       chan error
-	lookups    *resultsclient.Client
+	mgr    ctrl.Manager
+	cancel context.CancelFunc
+	done   chan error
 }
 
-func startOperator(t testing.TB, ns, apiURL, natsURL string, opts Options) *operator {
+func startOperator(t testing.TB, ns, apiURL, natsURL string, opts Options, mods ...func(*Deps)) *operator {
 	t.Helper()
 	cacheOpts := CacheOptions()
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
@@ -105,38 +101,27 @@ func startOperator(t testing.TB, ns, apiURL, natsURL string, opts Options) *oper
 	if err != nil {
 		t.Fatal(err)
 	}
-	lookups, err := resultsclient.New(resultsclient.Options{BaseURL: apiURL, CacheTTL: 500 * time.Millisecond, Timeout: 2 * time.Second})
+	lookups, err := resultsclient.New(resultsclient.Options{BaseURL: apiURL, CacheTTL: 500 * time.Millisecond, Timeout: 2 * time.Second, Observe: ObserveLookup})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pub publish.Publisher = publish.Disabled{}
+	deps := Deps{Lookup: lookups, Options: opts}
 	if natsURL != "" {
-		js, err := publish.Connect(natsURL, time.Second)
+		js, err := bus.Connect(natsURL, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(js.Close)
-		pub = js
+		deps.Publisher, deps.Deletions = js, js
 	}
-	r := &ScannerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("crowsnest-operator"),
-		Lookup: lookups, Publisher: pub, Options: opts}
-	if js, ok := pub.(*publish.JetStream); ok {
-		deleted := NewDeletedReports(mgr.GetClient(), lookups.Forget)
-		unsubscribe, err := js.OnReportDeleted(deleted.Deleted)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = unsubscribe() })
-		if err := mgr.Add(deleted); err != nil {
-			t.Fatal(err)
-		}
-		r.Rescans = deleted.Events()
+	for _, m := range mods {
+		m(&deps)
 	}
-	if err := r.SetupWithManager(mgr, 2); err != nil {
+	if err := Setup(mgr, deps); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	op := &operator{reconciler: r, cancel: cancel, done: make(chan error, 1), lookups: lookups}
+	op := &operator{mgr: mgr, cancel: cancel, done: make(chan error, 1)}
 	go func() { op.done <- mgr.Start(ctx) }()
 	t.Cleanup(op.stop)
 	return op

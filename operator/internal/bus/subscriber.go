@@ -1,4 +1,4 @@
-package publish
+package bus
 
 import (
 	"encoding/json"

@@ -1,12 +1,10 @@
 package controller
 
 import (
-	"errors"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
@@ -64,43 +62,6 @@ func TestJobOutcome(t *testing.T) {
 		}
 		if tt.phase != jobActive && !got.finishedAt.Equal(t0) {
 			t.Errorf("%s: finishedAt %v", tt.name, got.finishedAt)
-		}
-	}
-}
-
-func TestSetStatus(t *testing.T) {
-	tests := []struct {
-		name        string
-		out         outcome
-		ready       metav1.ConditionStatus
-		reason      string
-		reconciling bool
-		stalled     bool
-	}{
-		{"up to date", outcome{plan: plan{images: 3, scanned: 3}}, metav1.ConditionTrue, crowsnestv1alpha1.ReasonUpToDate, false, false},
-		{"scanning", outcome{plan: plan{images: 3, scanned: 1, scanning: 2}}, metav1.ConditionFalse, crowsnestv1alpha1.ReasonScanning, true, false},
-		{"failed", outcome{plan: plan{images: 3, scanned: 2, failed: 1}}, metav1.ConditionFalse, crowsnestv1alpha1.ReasonScanFailed, false, false},
-		{"api down", outcome{plan: plan{images: 3}, lookupErr: errors.New("connection refused")}, metav1.ConditionFalse, crowsnestv1alpha1.ReasonResultsAPIUnavailable, false, true},
-		{"nats down", outcome{plan: plan{images: 3, scanned: 3}, eventsErr: errors.New("not connected")}, metav1.ConditionFalse, crowsnestv1alpha1.ReasonEventsUndelivered, false, false},
-	}
-	for _, tt := range tests {
-		s := &crowsnestv1alpha1.Scanner{ObjectMeta: metav1.ObjectMeta{Generation: 4}}
-		// A previous Stalled/Reconciling must be cleared when it no longer applies.
-		meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{Type: crowsnestv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: "x"})
-		meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{Type: crowsnestv1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "x"})
-		setStatus(s, tt.out)
-		ready := meta.FindStatusCondition(s.Status.Conditions, crowsnestv1alpha1.ConditionReady)
-		if ready.Status != tt.ready || ready.Reason != tt.reason || ready.ObservedGeneration != 4 || ready.Message == "" {
-			t.Errorf("%s: Ready = %+v", tt.name, ready)
-		}
-		if got := meta.IsStatusConditionTrue(s.Status.Conditions, crowsnestv1alpha1.ConditionReconciling); got != tt.reconciling {
-			t.Errorf("%s: Reconciling = %v", tt.name, got)
-		}
-		if got := meta.IsStatusConditionTrue(s.Status.Conditions, crowsnestv1alpha1.ConditionStalled); got != tt.stalled {
-			t.Errorf("%s: Stalled = %v", tt.name, got)
-		}
-		if s.Status.ObservedGeneration != 4 || s.Status.Images != 3 {
-			t.Errorf("%s: status = %+v", tt.name, s.Status)
 		}
 	}
 }
