@@ -95,7 +95,11 @@ func start(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	deps := controller.Deps{Lookup: lookup, Options: o.controllerOptions()}
 	if o.NATSURL != "" {
-		js, err := bus.Connect(o.NATSURL, o.PublishTimeout)
+		natsOpts, err := o.NATS.Options()
+		if err != nil {
+			return err
+		}
+		js, err := bus.Connect(o.NATSURL, o.PublishTimeout, natsOpts...)
 		if err != nil {
 			return err
 		}

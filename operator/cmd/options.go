@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+
 	"github.com/crowsnest-dev/crowsnest/operator/internal/controller"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
 )
@@ -26,6 +28,7 @@ type Options struct {
 	LookupTimeout           time.Duration
 	LookupRetry             time.Duration
 	NATSURL                 string
+	NATS                    eventsv1.Credentials
 	PublishTimeout          time.Duration
 	PublishRetry            time.Duration
 	GrypeImage              string
@@ -52,6 +55,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.LookupTimeout, "lookup-timeout", 10*time.Second, "timeout of one lookup request")
 	fs.DurationVar(&o.LookupRetry, "lookup-retry", 5*time.Second, "first wait after a failed lookup; doubles up to 5m")
 	fs.StringVar(&o.NATSURL, "nats-url", "", "NATS URL for events, e.g. nats://nats:4222 (empty: no events)")
+	fs.StringVar(&o.NATS.User, "nats-user", "", "NATS user (the chart's bundled NATS: operator), with --nats-password-file")
+	fs.StringVar(&o.NATS.PasswordFile, "nats-password-file", "", "file holding the NATS user's password")
+	fs.StringVar(&o.NATS.CredsFile, "nats-creds", "", "NATS .creds file (JWT and NKey seed), instead of user and password")
+	fs.StringVar(&o.NATS.NKeyFile, "nats-nkey-file", "", "file holding an NKey seed, instead of user and password")
 	fs.DurationVar(&o.PublishTimeout, "publish-timeout", 5*time.Second, "timeout of one event publish")
 	fs.DurationVar(&o.PublishRetry, "publish-retry", 15*time.Second, "wait before retrying undelivered events")
 	fs.StringVar(&o.GrypeImage, "grype-image", scanjob.DefaultGrypeImage, "Grype image of scan Jobs (a Scanner's spec.grypeImage wins)")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 	"time"
 
@@ -59,7 +60,7 @@ func Connect(url string, timeout time.Duration, opts ...nats.Option) (*JetStream
 	}
 	nc, err := nats.Connect(url, append(base, opts...)...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+		return nil, fmt.Errorf("connect to NATS at %s: %w", redact(url), err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -127,4 +128,15 @@ func (p *JetStream) ensure(ctx context.Context) error {
 	}
 	p.ensured = true
 	return nil
+}
+
+// redact drops any user information from a NATS URL so that it can be
+// logged: nats://user:password@host becomes nats://host.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable NATS URL)"
+	}
+	u.User = nil
+	return u.String()
 }
