@@ -5,4 +5,8 @@
 // `make bench-results-api`; the numbers are recorded in docs/benchmarks.md.
 // Benchmarks report p99 latencies and throughput with b.ReportMetric; no
 // test asserts a timing.
+//
+// With CROWSNEST_BENCH_SMOKE set (CI: -benchtime 1x), the seeded data sets
+// and the client count shrink so that every benchmark runs, with all its
+// correctness checks, in seconds.
 package bench

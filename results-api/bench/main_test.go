@@ -17,6 +17,12 @@ import (
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 )
 
+// smoke is set by CROWSNEST_BENCH_SMOKE: CI then runs every benchmark once
+// (-benchtime 1x) on small data sets, to prove that each still runs and
+// that its correctness checks pass. Its numbers mean nothing; unset, the
+// benchmarks use the full sizes that docs/benchmarks.md records.
+var smoke = os.Getenv("CROWSNEST_BENCH_SMOKE") != ""
+
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {

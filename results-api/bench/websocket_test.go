@@ -19,20 +19,32 @@ import (
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/hub"
 )
 
-const wsClients = 1000
+// Sizes of BenchmarkWebSocketFanout. Removing the stalled client takes a
+// few hundred events, so smoke mode sends at least smokeEvents whatever
+// b.N is: the checks on the stalled client then always run.
+const (
+	fullClients  = 1000
+	smokeClients = 20
+	checkEvents  = 200 // events after which the stalled client must be gone
+	smokeEvents  = 300
+)
 
 // BenchmarkWebSocketFanout sends one event per op through the real hub (with
-// the service's default options) to 1,000 real WebSocket clients over
-// loopback and measures, for each of the 999 reading clients, the time
-// from Broadcast to the frame being read. Client 0 is stalled: it never
-// reads, its receive buffer is 4 KiB and its server-side send buffer
-// 16 KiB (on loopback the kernel would otherwise buffer megabytes before
+// the service's default options) to 1,000 real WebSocket clients (smoke
+// mode: 20) over loopback and measures, for each of the 999 reading
+// clients, the time from Broadcast to the frame being read. Client 0 is
+// stalled: it never reads, its receive buffer is 4 KiB and its server-side
+// send buffer 16 KiB (on loopback the kernel would otherwise buffer megabytes before
 // the hub ever notices). Within a few hundred events the hub removes it,
 // whichever of its two limits trips first: the queue of 64 overflows
 // (dropped, status 1008) or one write blocks for the 5 s write timeout.
 // "stalled-gone-at-event" reports when; "stalled-dropped" is 1 when it was
 // the queue overflow.
 func BenchmarkWebSocketFanout(b *testing.B) {
+	wsClients := fullClients
+	if smoke {
+		wsClients = smokeClients
+	}
 	var dropped atomic.Bool
 	var sent, goneAt atomic.Int64 // events sent; event at which the stalled client left
 	var readersUp atomic.Bool
@@ -91,10 +103,14 @@ func BenchmarkWebSocketFanout(b *testing.B) {
 	msg := []byte(fmt.Sprintf(`{"type":"report.stored","id":"%s","time":"2026-11-01T10:00:00Z","data":{"digest":"%s","image":"registry.example/team7/app@%s","scannedAt":"2026-11-01T10:00:00Z","counts":{"critical":3,"high":12,"medium":40,"low":9,"negligible":2,"unknown":0},"fixable":31,"findings":66}}`,
 		strings.Repeat("a", 64), bomtest.Digest(7), bomtest.Digest(7)))
 	b.Run(fmt.Sprintf("clients=%d", wsClients), func(b *testing.B) {
-		all := make([]time.Duration, 0, b.N*(wsClients-1))
+		events := b.N
+		if smoke {
+			events = max(events, smokeEvents)
+		}
+		all := make([]time.Duration, 0, events*(wsClients-1))
 		var withStalled, without []time.Duration // split at the stalled client's removal
 		b.ResetTimer()
-		for range b.N {
+		for range events {
 			wg.Add(wsClients - 1)
 			sentAt.Store(time.Since(base).Nanoseconds())
 			n := sent.Add(1)
@@ -119,10 +135,10 @@ func BenchmarkWebSocketFanout(b *testing.B) {
 		} else {
 			b.ReportMetric(0, "stalled-dropped")
 		}
-		if b.N >= 200 && goneAt.Load() == 0 {
+		if events >= checkEvents && goneAt.Load() == 0 {
 			b.Errorf("the stalled client was still connected after %d events", sent.Load())
 		}
-		if n := h.Clients(); b.N >= 200 && n != wsClients-1 {
+		if n := h.Clients(); events >= checkEvents && n != wsClients-1 {
 			b.Errorf("%d clients connected, want %d readers", n, wsClients-1)
 		}
 	})

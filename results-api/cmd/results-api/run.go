@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -26,6 +28,7 @@ import (
 // options are the binary's flags; each has a CROWSNEST_* environment default.
 type options struct {
 	listen, databaseURL, databaseURLFile, natsURL string
+	nats                                          eventsv1.Credentials
 	writeToken, writeTokenFile, uiDir, logLevel   string
 	origins, authMode, audience, allowedSAs       string
 	kubeconfig                                    string
@@ -45,6 +48,10 @@ func bindFlags(fs *flag.FlagSet, o *options, getenv func(string) string) {
 	fs.StringVar(&o.databaseURL, "database-url", "", "Postgres URL, postgres://user:pass@host/db (env CROWSNEST_DATABASE_URL; a secret, never logged)")
 	fs.StringVar(&o.databaseURLFile, "database-url-file", env("CROWSNEST_DATABASE_URL_FILE", ""), "file holding the Postgres URL (env CROWSNEST_DATABASE_URL_FILE)")
 	fs.StringVar(&o.natsURL, "nats-url", env("CROWSNEST_NATS_URL", ""), "NATS URL; empty turns events off (env CROWSNEST_NATS_URL)")
+	fs.StringVar(&o.nats.User, "nats-user", env("CROWSNEST_NATS_USER", ""), "NATS user (the chart's bundled NATS: results-api), with --nats-password-file (env CROWSNEST_NATS_USER)")
+	fs.StringVar(&o.nats.PasswordFile, "nats-password-file", env("CROWSNEST_NATS_PASSWORD_FILE", ""), "file holding the NATS user's password (env CROWSNEST_NATS_PASSWORD_FILE)")
+	fs.StringVar(&o.nats.CredsFile, "nats-creds", env("CROWSNEST_NATS_CREDS", ""), "NATS .creds file (JWT and NKey seed), instead of user and password (env CROWSNEST_NATS_CREDS)")
+	fs.StringVar(&o.nats.NKeyFile, "nats-nkey-file", env("CROWSNEST_NATS_NKEY_FILE", ""), "file holding an NKey seed, instead of user and password (env CROWSNEST_NATS_NKEY_FILE)")
 	fs.StringVar(&o.writeTokenFile, "write-token-file", env("CROWSNEST_WRITE_TOKEN_FILE", ""), "file holding the bearer token allowed to PUT and DELETE (env CROWSNEST_WRITE_TOKEN_FILE; or the token itself in CROWSNEST_WRITE_TOKEN). Without one, writes are refused")
 	fs.Int64Var(&o.maxBOMBytes, "max-bom-bytes", envInt(env("CROWSNEST_MAX_BOM_BYTES", ""), ingest.DefaultMaxBytes), "largest accepted BOM, decompressed (env CROWSNEST_MAX_BOM_BYTES)")
 	fs.StringVar(&o.uiDir, "ui-dir", env("CROWSNEST_UI_DIR", ""), "serve the web UI from this directory instead of the embedded build (env CROWSNEST_UI_DIR)")
@@ -135,7 +142,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			origins = append(origins, p)
 		}
 	}
-	cfg := service.Config{DatabaseURL: o.databaseURL, NATSURL: o.natsURL, WriteToken: o.writeToken,
+	natsConnect, err := o.nats.Options()
+	if err != nil {
+		return err
+	}
+	cfg := service.Config{DatabaseURL: o.databaseURL, NATSURL: o.natsURL, NATSConnect: natsConnect, WriteToken: o.writeToken,
 		MaxBOMBytes: o.maxBOMBytes, OriginPatterns: origins, UI: ui.Handler(uiFS), Logger: log}
 	switch o.authMode {
 	case "static":

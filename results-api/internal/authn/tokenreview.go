@@ -15,8 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	authclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	"k8s.io/client-go/rest"
-
-	"github.com/crowsnest-dev/crowsnest/results-api/internal/httpapi"
 )
 
 // DefaultAudience is the audience scan Jobs request their tokens for.
@@ -74,8 +72,8 @@ func New(cfg *rest.Config, o Options) (*TokenReviewer, error) {
 
 // Authenticate implements httpapi.Authenticator. A token the API server
 // rejects, one for another audience, or one of a service account not on the
-// list is httpapi.ErrBadToken (403); an unreachable API server is
-// httpapi.ErrAuthUnavailable (503, so uploaders retry).
+// list is ErrBadToken (403); an unreachable API server is
+// ErrAuthUnavailable (503, so uploaders retry).
 func (t *TokenReviewer) Authenticate(r *http.Request, token string) error {
 	key := sha256.Sum256([]byte(token))
 	now := time.Now()
@@ -88,7 +86,7 @@ func (t *TokenReviewer) Authenticate(r *http.Request, token string) error {
 	ctx, cancel := context.WithTimeout(r.Context(), t.o.Timeout)
 	defer cancel()
 	err := t.review(ctx, token)
-	if errors.Is(err, httpapi.ErrAuthUnavailable) {
+	if errors.Is(err, ErrAuthUnavailable) {
 		return err // not cached: try again next time
 	}
 	t.mu.Lock()
@@ -104,14 +102,14 @@ func (t *TokenReviewer) review(ctx context.Context, token string) error {
 	tr, err := t.client.Create(ctx, &authv1.TokenReview{Spec: authv1.TokenReviewSpec{
 		Token: token, Audiences: []string{t.o.Audience}}}, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("%w: tokenreview: %w", httpapi.ErrAuthUnavailable, err)
+		return fmt.Errorf("%w: tokenreview: %w", ErrAuthUnavailable, err)
 	}
 	st := tr.Status
 	if !st.Authenticated || !slices.Contains(st.Audiences, t.o.Audience) {
-		return httpapi.ErrBadToken
+		return ErrBadToken
 	}
 	if !t.allowed(st.User.Username) {
-		return fmt.Errorf("%w: %s may not write", httpapi.ErrBadToken, st.User.Username)
+		return fmt.Errorf("%w: %s may not write", ErrBadToken, st.User.Username)
 	}
 	return nil
 }

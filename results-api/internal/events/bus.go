@@ -25,11 +25,14 @@ const Durable = "results-api-scans"
 
 // Options configure the bus.
 type Options struct {
-	URL        string // empty: no NATS, events go to the local hub only
-	Store      *store.Store
-	Hub        *hub.Hub
-	Metrics    *metrics.Metrics
-	Logger     *slog.Logger
+	URL     string // empty: no NATS, events go to the local hub only
+	Store   *store.Store
+	Hub     *hub.Hub
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
+	// Connect are extra connect options: the NATS credentials
+	// (eventsv1.Credentials.Options).
+	Connect    []nats.Option
 	OutboxSize int           // default 1024
 	RetryWait  time.Duration // default 1s
 }
@@ -68,12 +71,12 @@ func Start(ctx context.Context, o Options) (*Bus, error) {
 	if o.URL == "" {
 		return b, nil
 	}
-	nc, err := nats.Connect(o.URL, nats.Name("crowsnest-results-api"), nats.RetryOnFailedConnect(true),
-		nats.MaxReconnects(-1), nats.ReconnectWait(o.RetryWait), nats.Timeout(5*time.Second),
+	nc, err := nats.Connect(o.URL, append([]nats.Option{nats.Name("crowsnest-results-api"), nats.RetryOnFailedConnect(true),
+		nats.MaxReconnects(-1), nats.ReconnectWait(o.RetryWait), nats.Timeout(5 * time.Second),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			o.Logger.Warn("nats disconnected", "error", err)
 		}),
-		nats.ReconnectHandler(func(*nats.Conn) { o.Logger.Info("nats reconnected") }))
+		nats.ReconnectHandler(func(*nats.Conn) { o.Logger.Info("nats reconnected") })}, o.Connect...)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect nats: %w", err)
 	}

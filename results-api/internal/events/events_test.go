@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -38,7 +40,7 @@ func put(t *testing.T, srv *apitest.Server, digest string, body []byte) int {
 }
 
 func TestEventsPublishConsumeFanOut(t *testing.T) {
-	_, url := natstest.StartT(t)
+	ns, url := natstest.StartT(t)
 	srv := apitest.Start(t, apitest.WithNATS(url))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -59,8 +61,10 @@ func TestEventsPublishConsumeFanOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Wait until the API's fan-out subscription is live (NATS interest).
-	waitFor(t, func() bool { return nc.NumSubscriptions() >= 0 && srvSubscribed(ctx, js) })
+	// Wait until the API's fan-out subscription is live (NATS interest), or
+	// the report.stored below would reach the stream but no WebSocket, and
+	// until its durable scan-status consumer exists.
+	waitFor(t, func() bool { return fanOutSubscribed(t, ns) && srvSubscribed(ctx, js) })
 
 	d := bomtest.Digest(42)
 	body := bomtest.BOM(bomtest.Vuln{ID: "CVE-2026-4242", Severity: "critical", Package: "x", Version: "1"})
@@ -129,6 +133,23 @@ func TestEventsPublishConsumeFanOut(t *testing.T) {
 			break
 		}
 	}
+}
+
+// fanOutSubscribed reports whether the server has registered the API
+// connection's plain subscription on crowsnest.> (the bus names its
+// connection crowsnest-results-api).
+func fanOutSubscribed(t *testing.T, ns *natstest.Server) bool {
+	t.Helper()
+	cz, err := ns.Connz(&server.ConnzOptions{Subscriptions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cz.Conns {
+		if c.Name == "crowsnest-results-api" && slices.Contains(c.Subs, evv1.StreamSubjects) {
+			return true
+		}
+	}
+	return false
 }
 
 func srvSubscribed(ctx context.Context, js jetstream.JetStream) bool {

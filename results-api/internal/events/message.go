@@ -7,7 +7,7 @@ import (
 
 	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/internal/httpapi"
+	"github.com/crowsnest-dev/crowsnest/results-api/api"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 )
 
@@ -94,7 +94,7 @@ func frame(ev evv1.Event) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		m.Type, m.Data = TypeScanStatus, httpapi.APIScan(&st)
+		m.Type, m.Data = TypeScanStatus, api.NewScanStatus(&st)
 	default:
 		return nil, fmt.Errorf("unknown event type %q", ev.Type)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/ingest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
@@ -40,6 +41,14 @@ func errorFor(err error) *apiError {
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	// Authentication comes before the context cases: an unreachable
+	// TokenReview wraps the client's own (deadline) error.
+	case errors.Is(err, authn.ErrAuthUnavailable):
+		return newError(http.StatusServiceUnavailable, "auth_unavailable", "the token cannot be verified right now; retry later")
+	case errors.Is(err, authn.ErrNoWriteKey):
+		return newError(http.StatusForbidden, "forbidden", authn.ErrNoWriteKey.Error())
+	case errors.Is(err, authn.ErrBadToken):
+		return errForbidden
 	case errors.Is(err, report.ErrInvalidDigest):
 		return newError(http.StatusBadRequest, "invalid_digest", err.Error())
 	case errors.Is(err, store.ErrNotFound):

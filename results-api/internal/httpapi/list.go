@@ -16,6 +16,14 @@ const (
 
 func badQuery(msg string) error { return newError(http.StatusBadRequest, "invalid_query", msg) }
 
+// optString renders an empty string as an absent optional field.
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
 // intParam parses an optional integer query parameter within [1, max].
 func intParam(r *http.Request, name string, def, max int) (int, error) {
 	v := r.URL.Query().Get(name)
@@ -69,7 +77,7 @@ func (s *Server) listReports(w http.ResponseWriter, r *http.Request) {
 	out := api.ReportList{Items: make([]api.ReportSummary, len(page.Items)), Total: int(page.Total),
 		NextCursor: optString(page.NextCursor)}
 	for i, it := range page.Items {
-		out.Items[i] = apiSummary(it)
+		out.Items[i] = api.NewReportSummary(it)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

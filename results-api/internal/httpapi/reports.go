@@ -83,7 +83,7 @@ func (s *Server) putReport(w http.ResponseWriter, r *http.Request) {
 		m.FindingsStored.Add(float64(rep.Findings))
 	}
 	s.cfg.Notifier.ReportStored(res.Summary)
-	writeJSON(w, status, apiSummary(res.Summary))
+	writeJSON(w, status, api.NewReportSummary(res.Summary))
 }
 
 func (s *Server) reject(w http.ResponseWriter, r *http.Request, err error) {
@@ -111,7 +111,7 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, apiDetail(rep))
+	writeJSON(w, http.StatusOK, api.NewReportDetail(rep))
 }
 
 func (s *Server) getBOM(w http.ResponseWriter, r *http.Request) {

@@ -27,7 +27,7 @@ func (s *Server) listScans(w http.ResponseWriter, r *http.Request) {
 	}
 	out := api.ScanList{Items: make([]api.ScanStatus, len(scans))}
 	for i := range scans {
-		out.Items[i] = *APIScan(&scans[i])
+		out.Items[i] = *api.NewScanStatus(&scans[i])
 	}
 	writeJSON(w, http.StatusOK, out)
 }

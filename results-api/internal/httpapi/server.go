@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/hub"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/metrics"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
@@ -56,7 +57,7 @@ func New(cfg Config) *Server {
 		cfg.Notifier = nopNotifier{}
 	}
 	if cfg.Auth == nil {
-		cfg.Auth = DenyWrites{}
+		cfg.Auth = authn.DenyWrites{}
 	}
 	return &Server{cfg: cfg}
 }

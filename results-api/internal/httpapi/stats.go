@@ -13,12 +13,12 @@ func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	out := api.Stats{Images: st.Images, Findings: st.Findings, Fixable: st.Fixable, Counts: apiCounts(st.Counts),
+	out := api.Stats{Images: st.Images, Findings: st.Findings, Fixable: st.Fixable, Counts: api.NewSeverityCounts(st.Counts),
 		Scans: api.ScanCounts{Queued: st.Scans[report.ScanQueued], Scanning: st.Scans[report.ScanScanning],
 			Failed: st.Scans[report.ScanFailed], Done: st.Scans[report.ScanDone]},
 		TopImages: make([]api.ReportSummary, len(st.TopImages)), TopVulnerabilities: make([]api.TopVulnerability, len(st.TopVulnerabilities))}
 	for i, s := range st.TopImages {
-		out.TopImages[i] = apiSummary(s)
+		out.TopImages[i] = api.NewReportSummary(s)
 	}
 	for i, v := range st.TopVulnerabilities {
 		out.TopVulnerabilities[i] = api.TopVulnerability{Id: v.ID, Severity: api.Severity(v.Severity.String()), Images: v.Images}

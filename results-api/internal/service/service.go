@@ -11,6 +11,9 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/events"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/httpapi"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/hub"
@@ -21,8 +24,9 @@ import (
 // Config is everything the service needs.
 type Config struct {
 	DatabaseURL string
-	NATSURL     string // empty: events only go to local WebSocket clients
-	WriteToken  string // empty: writes are refused (403)
+	NATSURL     string        // empty: events only go to local WebSocket clients
+	NATSConnect []nats.Option // NATS credentials (eventsv1.Credentials.Options)
+	WriteToken  string        // empty: writes are refused (403)
 	// Auth, when set, decides on write tokens instead of WriteToken (the
 	// binary's --auth-mode=tokenreview).
 	Auth           httpapi.Authenticator
@@ -57,17 +61,17 @@ func New(ctx context.Context, c Config) (*Service, error) {
 		OnClients: func(n int) { m.WebSocketClients.Set(float64(n)) },
 		OnDrop:    m.WebSocketDropped.Inc,
 	})
-	bus, err := events.Start(ctx, events.Options{URL: c.NATSURL, Store: st, Hub: h, Metrics: m, Logger: c.Logger})
+	bus, err := events.Start(ctx, events.Options{URL: c.NATSURL, Connect: c.NATSConnect, Store: st, Hub: h, Metrics: m, Logger: c.Logger})
 	if err != nil {
 		_ = st.Close()
 		return nil, err
 	}
-	var auth httpapi.Authenticator = httpapi.DenyWrites{}
+	var auth httpapi.Authenticator = authn.DenyWrites{}
 	switch {
 	case c.Auth != nil:
 		auth = c.Auth
 	case c.WriteToken != "":
-		if auth, err = httpapi.NewStaticToken(c.WriteToken); err != nil {
+		if auth, err = authn.NewStaticToken(c.WriteToken); err != nil {
 			bus.Close()
 			_ = st.Close()
 			return nil, fmt.Errorf("write token: %w", err)

@@ -1,0 +1,59 @@
+package api
+
+import "github.com/crowsnest-dev/crowsnest/results-api/internal/report"
+
+// The conversions below render domain types (package report) in the API's
+// shape. They live beside the generated types so that every layer that
+// speaks the API — the HTTP handlers and the WebSocket frames — renders a
+// report the same way without importing the transport.
+
+// NewSeverityCounts renders per-severity counts.
+func NewSeverityCounts(c report.Counts) SeverityCounts {
+	return SeverityCounts{Critical: c.Critical, High: c.High, Medium: c.Medium, Low: c.Low,
+		Negligible: c.Negligible, Unknown: c.Unknown}
+}
+
+// NewScanStatus renders a scan status (nil for nil).
+func NewScanStatus(s *report.ScanStatus) *ScanStatus {
+	if s == nil {
+		return nil
+	}
+	return &ScanStatus{Digest: s.Digest, Image: s.Image, Namespace: s.Namespace, Scanner: s.Scanner,
+		Job: s.Job, Status: ScanState(s.State), Reason: optString(s.Reason), Message: optString(s.Message),
+		Attempt: s.Attempt, UpdatedAt: s.UpdatedAt}
+}
+
+// NewReportSummary renders a report's summary.
+func NewReportSummary(s report.Summary) ReportSummary {
+	return ReportSummary{Digest: s.Digest, Image: s.Image, ScannedAt: s.ScannedAt, StoredAt: s.StoredAt,
+		GrypeVersion: s.GrypeVersion, DbBuilt: s.DBBuilt, DbSchema: optString(s.DBSchema),
+		Counts: NewSeverityCounts(s.Counts), Fixable: s.Fixable, Findings: s.Findings, Scan: NewScanStatus(s.Scan)}
+}
+
+// NewReportDetail renders a report with its findings.
+func NewReportDetail(r *report.Report) ReportDetail {
+	s := r.Summary
+	d := ReportDetail{Digest: s.Digest, Image: s.Image, ScannedAt: s.ScannedAt, StoredAt: s.StoredAt,
+		GrypeVersion: s.GrypeVersion, DbBuilt: s.DBBuilt, DbSchema: optString(s.DBSchema),
+		Counts: NewSeverityCounts(s.Counts), Fixable: s.Fixable, FindingCount: s.Findings, Scan: NewScanStatus(s.Scan),
+		Findings: make([]Finding, len(r.FindingList))}
+	for i, f := range r.FindingList {
+		fixed := f.FixedIn
+		if fixed == nil {
+			fixed = []string{}
+		}
+		d.Findings[i] = Finding{Id: f.ID, Source: f.Source, Severity: Severity(f.Severity.String()),
+			CvssScore: f.CVSSScore, CvssVector: optString(f.CVSSVector),
+			Package: Package{Name: f.Package.Name, Version: f.Package.Version, Type: f.Package.Type, Purl: f.Package.PURL},
+			FixedIn: fixed, Fixable: f.Fixable(), Description: optString(f.Description), Url: optString(f.URL)}
+	}
+	return d
+}
+
+// optString renders an empty string as an absent optional field.
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
