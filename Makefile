@@ -171,6 +171,7 @@ generate-chart: generate-operator ## Copy the operator's generated CRD and RBAC 
 	cp operator/config/crd/bases/crowsnest.dev_scanners.yaml helm/crowsnest/crds/
 	cp operator/config/rbac/role.yaml operator/config/rbac/leader_election_role.yaml helm/crowsnest/charts/operator/files/
 	cd test/chart && GOWORK=off go run ./cmd/chartschema -o $(ROOT)/helm/crowsnest/values.schema.json
+	cd test/chart && GOWORK=off go run ./cmd/natsperm -o $(ROOT)/helm/crowsnest/charts/nats/files/permissions.json
 
 .PHONY: fixtures
 fixtures: ## Regenerate results-api/testdata/grype: real Grype output from offline images and a tiny v6 DB.

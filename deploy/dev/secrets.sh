@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates the dev loop's Secrets once (run by the Tiltfile before the chart):
-# the Postgres password with its URL, and results-api's write token. They are
+# the Postgres password with its URL, results-api's write token, and the
+# NATS users' passwords. They are
 # random, made here and stored only in the cluster. The dev values point the
 # chart at them because Tilt renders the chart with `helm template`, where
 # lookup sees no cluster: a generated password would change on every
@@ -26,5 +27,12 @@ fi
 if ! k -n "$NS" get secret crowsnest-dev-write-token >/dev/null 2>&1; then
 	random >"$tmp/token"
 	k -n "$NS" create secret generic crowsnest-dev-write-token --from-file="$tmp/token"
+fi
+if ! k -n "$NS" get secret crowsnest-dev-nats-users >/dev/null 2>&1; then
+	# NATS passwords, one per user: letters and digits only (nats-server
+	# re-parses a password taken from the environment as a config value).
+	for u in operator results-api matcher notifier reader; do random >"$tmp/$u"; done
+	k -n "$NS" create secret generic crowsnest-dev-nats-users --from-file="$tmp/operator" \
+		--from-file="$tmp/results-api" --from-file="$tmp/matcher" --from-file="$tmp/notifier" --from-file="$tmp/reader"
 fi
 echo "dev Secrets ready in $NS"

@@ -119,19 +119,32 @@ func TestCheckSecrets(t *testing.T) {
 		{Name: "CROWSNEST_NATS_URL", Value: "nats://app:hunter2@nats:4222"},
 		{Name: "POSTGRES_PASSWORD_FILE", Value: "/run/secrets/pw"},
 		{Name: "CROWSNEST_RESULTS_API_URL", Value: "http://api.ns.svc"},
+		{Name: "CROWSNEST_NATS_PASSWORD_FILE", Value: "/run/secrets/nats/password"},
+		{Name: "CROWSNEST_NATS_CREDS", Value: "/tmp/nats.creds"}, // on an emptyDir: anyone could have written it
+	}
+	spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "pw", MountPath: "/run/secrets", ReadOnly: true}, {Name: "tmp", MountPath: "/tmp"}}
+	spec.Volumes = []corev1.Volume{
+		{Name: "pw", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "pw"}}},
+		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
 	spec.Containers[0].Args = []string{"--token=abc", "--write-token-file=/run/token", "--listen=:8080", "--token-audience=x", "--database-url=postgres://h/db"}
 	secret := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
 		"metadata": map[string]any{"name": "plain"}, "stringData": map[string]any{"password": "x"}}}
-	problems := CheckManifestSecrets([]*unstructured.Unstructured{secret}, []PodTemplate{{Object: "p", Spec: spec}})
+	// A password in its Secret, and again in a ConfigMap: a leak, whatever the key is called.
+	users := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": "nats-users"}, "data": map[string]any{"reader": "UmVhZGVyUGFzc3dvcmQxMjM0NTY=", "user": "cmVhZGVy"}}}
+	conf := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "nats"}, "data": map[string]any{"nats.conf": `users = [{user: reader, password: "ReaderPassword123456"}]`}}}
+	problems := CheckManifestSecrets([]*unstructured.Unstructured{secret, users, conf}, []PodTemplate{{Object: "p", Spec: spec}})
 	got := strings.Join(problems, "\n")
-	for _, want := range []string{"stringData", "env DB_PASSWORD has a literal", "env CROWSNEST_NATS_URL holds a URL with a password", `"--token=abc"`, `"--database-url=postgres://h/db"`} {
+	for _, want := range []string{"stringData", "env DB_PASSWORD has a literal", "env CROWSNEST_NATS_URL holds a URL with a password", `"--token=abc"`, `"--database-url=postgres://h/db"`,
+		"ConfigMap/nats holds the value of Secret/nats-users key reader", `env CROWSNEST_NATS_CREDS = "/tmp/nats.creds" is not a file on a read-only Secret mount`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("problems %q miss %q", got, want)
 		}
 	}
-	if len(problems) != 5 {
-		t.Errorf("problems = %q, want 5", problems)
+	if len(problems) != 7 {
+		t.Errorf("problems = %q, want 7", problems)
 	}
 
 	vals := map[string]any{"postgres": map[string]any{"password": "hunter2", "username": "crowsnest"},

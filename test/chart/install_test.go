@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/conf"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -50,6 +51,8 @@ func TestInstallKeepsGeneratedSecrets(t *testing.T) {
 	for name, data := range map[string]map[string][]byte{
 		"crowsnest-postgres":                {"password": []byte("kept-password")},
 		"crowsnest-results-api-write-token": {"token": []byte("kept-token")},
+		// From an older chart without the matcher and notifier users.
+		"crowsnest-nats-users": {"operator": []byte("keptOperatorPassword"), "results-api": []byte("keptResultsApiPassword"), "reader": []byte("keptReaderPassword")},
 	} {
 		// Owned by the release, as after a previous install (or an uninstall
 		// that kept the Postgres Secret).
@@ -79,7 +82,9 @@ func TestInstallKeepsGeneratedSecrets(t *testing.T) {
 	want := map[string]map[string]string{
 		"crowsnest-postgres":                {"password": "kept-password"},
 		"crowsnest-results-api-write-token": {"token": "kept-token"},
+		"crowsnest-nats-users":              {"operator": "keptOperatorPassword", "results-api": "keptResultsApiPassword", "reader": "keptReaderPassword"},
 	}
+	checkKeptNATSPasswords(t, objs)
 	for _, o := range objs {
 		keys, ok := want[o.GetName()]
 		if o.GetKind() != "Secret" || !ok {
@@ -100,7 +105,8 @@ func TestInstallKeepsGeneratedSecrets(t *testing.T) {
 	if len(want) > 0 {
 		t.Errorf("Secrets not rendered: %v", want)
 	}
-	for _, w := range []string{"port-forward svc/crowsnest-results-api 8080:80", "kind: Scanner", `Scanner "default" in: team-a`, "crowsnest-results-api-write-token"} {
+	for _, w := range []string{"port-forward svc/crowsnest-results-api 8080:80", "kind: Scanner", `Scanner "default" in: team-a`, "crowsnest-results-api-write-token",
+		"--user reader", "get secret crowsnest-nats-users"} {
 		if !strings.Contains(string(notes), w) {
 			t.Errorf("NOTES lack %q:\n%s", w, notes)
 		}
@@ -115,4 +121,25 @@ func secretValue(t *testing.T, o *unstructured.Unstructured, key string) string 
 		t.Fatalf("Secret %s key %s: %v", o.GetName(), key, err)
 	}
 	return string(b)
+}
+
+// checkKeptNATSPasswords: the server's configuration uses the kept
+// passwords, and the users the old Secret lacked get new ones.
+func checkKeptNATSPasswords(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	users := secretData(t, objs, "crowsnest-nats-users")
+	for _, u := range []string{"matcher", "notifier"} {
+		if len(users[u]) != 32 {
+			t.Errorf("new user %s got password %q, want 32 generated characters", u, users[u])
+		}
+	}
+	parsed, err := conf.Parse(secretData(t, objs, "crowsnest-nats-config")["nats.conf"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, entry := range usersOf(t, parsed) {
+		if pw := entry.(map[string]any)["password"]; pw != users[name] {
+			t.Errorf("nats.conf password of %s = %v, want the users Secret's %q", name, pw, users[name])
+		}
+	}
 }

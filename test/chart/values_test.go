@@ -30,6 +30,16 @@ func TestRejectedValues(t *testing.T) {
 		{"external database without Secret", []string{"--set", "postgres.enabled=false"}, "database"},
 		{"clustered bundled NATS", []string{"--set", "nats.replicas=3"}, "replicas"},
 		{"bad digest", []string{"--set", "operator.uploaderImage.digest=sha256:abc"}, "digest"},
+		{"NATS password as a value", []string{"--set", "global.nats.credentials.operator.password=hunter2"}, "password"},
+		{"NATS credentials for the bundled NATS", []string{"--set", "global.nats.credentials.operator.credsSecret.name=op"},
+			"global.nats.credentials.operator is for an external NATS"},
+		{"NATS user without a password Secret", []string{"--set", "nats.enabled=false", "--set", "global.nats.url=nats://n:4222",
+			"--set", "global.nats.credentials.resultsApi.user=api"}, "resultsApi"},
+		{"NATS password Secret without a user", []string{"--set", "nats.enabled=false", "--set", "global.nats.url=nats://n:4222",
+			"--set", "global.nats.credentials.resultsApi.passwordSecret.name=api"}, "resultsApi"},
+		{"NATS creds and a user at once", []string{"--set", "nats.enabled=false", "--set", "global.nats.url=nats://n:4222",
+			"--set", "global.nats.credentials.operator.credsSecret.name=op", "--set", "global.nats.credentials.operator.user=op",
+			"--set", "global.nats.credentials.operator.passwordSecret.name=op"}, "operator"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,6 +61,8 @@ func TestHelmLint(t *testing.T) {
 		nil,
 		{"-f", "test/chart/testdata/values-external.yaml"},
 		{"-f", "test/chart/testdata/values-everything.yaml"},
+		{"-f", "test/chart/testdata/values-external-nats-credentials.yaml"},
+		{"--set", "global.nats.users.existingSecret=my-nats-users"},
 		{"-f", "deploy/dev/values.yaml"},
 	} {
 		if out, err := RunHelm(ctx, repoRoot, append([]string{"lint", "--strict", ChartDir}, args...)...); err != nil {

@@ -172,7 +172,8 @@ func (s *Stack) startServices(ctx, bg context.Context) error {
 			allowed = append(allowed, ns+"/*")
 		}
 		s.API.ExtraArgs = append(s.API.ExtraArgs, "--auth-mode=tokenreview", "--kubeconfig="+s.Cluster.Kubeconfig,
-			"--token-audience="+TokenAudience, "--allowed-service-accounts="+strings.Join(allowed, ","))
+			"--token-audience="+TokenAudience, "--allowed-service-accounts="+strings.Join(allowed, ","),
+			"--scan-service-account="+workload.ScanServiceAccount)
 	}
 	if err := s.API.Start(ctx); err != nil {
 		return err
@@ -200,7 +201,8 @@ func (s *Stack) startServices(ctx, bg context.Context) error {
 	s.goRun(bg, "scan executor", s.Executor.Run)
 	s.Operator = &services.Operator{Binary: o.Bin.Operator, LogDir: logs, Kubeconfig: s.Cluster.Kubeconfig,
 		ResultsAPIURL: s.API.URL(), NATSURL: s.NATS.URL(), NATSPasswordFile: s.NATS.PasswordFile(eventsv1.UserOperator), UploaderImage: UploaderImage, GrypeImage: GrypeImage,
-		RetryBackoff: o.RetryBackoff, JobTTL: o.JobTTL}
+		RetryBackoff: o.RetryBackoff, JobTTL: o.JobTTL,
+		ExtraArgs: []string{"--scan-service-account=" + workload.ScanServiceAccount}}
 	if err := s.Operator.Start(ctx); err != nil {
 		return err
 	}

@@ -6,21 +6,26 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
-// WriteBearer returns a token results-api accepts for writes: the static
-// write token, or in serviceaccount mode a TokenRequest token of
-// namespace's default service account (audience crowsnest-results-api).
-func (s *Stack) WriteBearer(ctx context.Context, namespace string) (string, error) {
-	if s.Options.UploadToken != "serviceaccount" {
-		return s.WriteToken, nil
+// AdminToken is the static admin token: results-api accepts it for PUT and
+// DELETE in every auth mode (what CI uploads and scripts use).
+func (s *Stack) AdminToken() string { return s.WriteToken }
+
+// ServiceAccountToken mints a token of namespace/sa for results-api's
+// audience, bound to the Pod podName/podUID when podName is not empty — what
+// a Pod's projected token volume holds. Tests use it to play workloads.
+func (s *Stack) ServiceAccountToken(ctx context.Context, namespace, sa, podName, podUID string) (string, error) {
+	exp := int64(600)
+	spec := authenticationv1.TokenRequestSpec{Audiences: []string{TokenAudience}, ExpirationSeconds: &exp}
+	if podName != "" {
+		spec.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: podName, UID: types.UID(podUID)}
 	}
-	exp := int64(3600)
-	tr, err := s.Cluster.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, "default", &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{TokenAudience}, ExpirationSeconds: &exp},
-	}, metav1.CreateOptions{})
+	tr, err := s.Cluster.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa,
+		&authenticationv1.TokenRequest{Spec: spec}, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("request a write token in %s: %w", namespace, err)
+		return "", fmt.Errorf("request a token for %s/%s: %w", namespace, sa, err)
 	}
 	return tr.Status.Token, nil
 }

@@ -94,6 +94,87 @@ even if a user drops them from the Pod level.
 {{- end }}
 {{- end -}}
 
+{{/* crowsnest.natsUsersSecret: the Secret with the bundled NATS users' passwords (global.nats.users). */}}
+{{- define "crowsnest.natsUsersSecret" -}}
+{{- .ctx.Values.global.nats.users.existingSecret | default (printf "%s-users" (include "crowsnest.name" (dict "ctx" .ctx "component" "nats"))) -}}
+{{- end -}}
+
+{{/*
+crowsnest.natsAuth: how a component authenticates to NATS: "bundled" (its
+own user on the bundled NATS, password from the users Secret), "creds" or
+"password" (global.nats.credentials.<key> on an external NATS), or empty
+(none besides the URL). Callers pass "ctx", "user" (its NATS user) and
+"key" (its section of global.nats.credentials).
+*/}}
+{{- define "crowsnest.natsAuth" -}}
+{{- $g := .ctx.Values.global.nats -}}
+{{- $c := index $g.credentials .key -}}
+{{- if not (or $g.url $g.existingSecret.name) -}}
+{{- if or $c.user $c.passwordSecret.name $c.credsSecret.name -}}
+{{- fail (printf "global.nats.credentials.%s is for an external NATS (global.nats.url or existingSecret); the bundled NATS has its own users (global.nats.users)" .key) -}}
+{{- end -}}
+bundled
+{{- else if $c.credsSecret.name -}}
+creds
+{{- else if $c.passwordSecret.name -}}
+password
+{{- end -}}
+{{- end -}}
+
+{{/*
+crowsnest.natsAuthEnv: CROWSNEST_NATS_USER + CROWSNEST_NATS_PASSWORD_FILE,
+or CROWSNEST_NATS_CREDS: file paths only, never a secret value.
+*/}}
+{{- define "crowsnest.natsAuthEnv" -}}
+{{- $auth := include "crowsnest.natsAuth" . -}}
+{{- $c := index .ctx.Values.global.nats.credentials .key -}}
+{{- if eq $auth "creds" }}
+- name: CROWSNEST_NATS_CREDS
+  value: /var/run/secrets/crowsnest/nats/nats.creds
+{{- else if $auth }}
+- name: CROWSNEST_NATS_USER
+  value: {{ ternary .user $c.user (eq $auth "bundled") | quote }}
+- name: CROWSNEST_NATS_PASSWORD_FILE
+  value: /var/run/secrets/crowsnest/nats/password
+{{- end }}
+{{- end -}}
+
+{{/* crowsnest.natsAuthVolumeMount: the read-only mount of the NATS credential file. */}}
+{{- define "crowsnest.natsAuthVolumeMount" -}}
+{{- if include "crowsnest.natsAuth" . }}
+- name: nats-credentials
+  mountPath: /var/run/secrets/crowsnest/nats
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/*
+crowsnest.natsAuthVolume: the component's one key of the credentials Secret,
+mode 0440 (root and the Pod's fsGroup).
+*/}}
+{{- define "crowsnest.natsAuthVolume" -}}
+{{- $auth := include "crowsnest.natsAuth" . -}}
+{{- $c := index .ctx.Values.global.nats.credentials .key -}}
+{{- if $auth }}
+- name: nats-credentials
+  secret:
+    {{- if eq $auth "bundled" }}
+    secretName: {{ include "crowsnest.natsUsersSecret" . }}
+    items:
+      - {key: {{ .user | quote }}, path: password}
+    {{- else if eq $auth "creds" }}
+    secretName: {{ $c.credsSecret.name }}
+    items:
+      - {key: {{ $c.credsSecret.key | quote }}, path: nats.creds}
+    {{- else }}
+    secretName: {{ $c.passwordSecret.name }}
+    items:
+      - {key: {{ $c.passwordSecret.key | quote }}, path: password}
+    {{- end }}
+    defaultMode: 288 # 0440
+{{- end }}
+{{- end -}}
+
 {{/* crowsnest.apiURL: the in-cluster URL of results-api. */}}
 {{- define "crowsnest.apiURL" -}}
 {{- printf "http://%s.%s.svc" (include "crowsnest.name" (dict "ctx" .ctx "component" "results-api")) .ctx.Release.Namespace -}}

@@ -16,10 +16,12 @@ import (
 
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/authz"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/ingest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/service"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/ui"
@@ -31,7 +33,7 @@ type options struct {
 	nats                                          eventsv1.Credentials
 	writeToken, writeTokenFile, uiDir, logLevel   string
 	origins, authMode, audience, allowedSAs       string
-	kubeconfig                                    string
+	kubeconfig, rematchSAs, scanSA                string
 	maxBOMBytes                                   int64
 	shutdownTimeout                               time.Duration
 }
@@ -52,7 +54,9 @@ func bindFlags(fs *flag.FlagSet, o *options, getenv func(string) string) {
 	fs.StringVar(&o.nats.PasswordFile, "nats-password-file", env("CROWSNEST_NATS_PASSWORD_FILE", ""), "file holding the NATS user's password (env CROWSNEST_NATS_PASSWORD_FILE)")
 	fs.StringVar(&o.nats.CredsFile, "nats-creds", env("CROWSNEST_NATS_CREDS", ""), "NATS .creds file (JWT and NKey seed), instead of user and password (env CROWSNEST_NATS_CREDS)")
 	fs.StringVar(&o.nats.NKeyFile, "nats-nkey-file", env("CROWSNEST_NATS_NKEY_FILE", ""), "file holding an NKey seed, instead of user and password (env CROWSNEST_NATS_NKEY_FILE)")
-	fs.StringVar(&o.writeTokenFile, "write-token-file", env("CROWSNEST_WRITE_TOKEN_FILE", ""), "file holding the bearer token allowed to PUT and DELETE (env CROWSNEST_WRITE_TOKEN_FILE; or the token itself in CROWSNEST_WRITE_TOKEN). Without one, writes are refused")
+	adminFile := env("CROWSNEST_ADMIN_TOKEN_FILE", env("CROWSNEST_WRITE_TOKEN_FILE", ""))
+	fs.StringVar(&o.writeTokenFile, "admin-token-file", adminFile, "file holding the static admin token, allowed to PUT and DELETE in every --auth-mode (env CROWSNEST_ADMIN_TOKEN_FILE; or the token itself in CROWSNEST_ADMIN_TOKEN). Without one, static mode refuses writes")
+	fs.StringVar(&o.writeTokenFile, "write-token-file", adminFile, "alias of --admin-token-file (env CROWSNEST_WRITE_TOKEN_FILE, CROWSNEST_WRITE_TOKEN)")
 	fs.Int64Var(&o.maxBOMBytes, "max-bom-bytes", envInt(env("CROWSNEST_MAX_BOM_BYTES", ""), ingest.DefaultMaxBytes), "largest accepted BOM, decompressed (env CROWSNEST_MAX_BOM_BYTES)")
 	fs.StringVar(&o.uiDir, "ui-dir", env("CROWSNEST_UI_DIR", ""), "serve the web UI from this directory instead of the embedded build (env CROWSNEST_UI_DIR)")
 	fs.StringVar(&o.origins, "allowed-origins", env("CROWSNEST_ALLOWED_ORIGINS", ""), "comma-separated extra Origin host patterns allowed on the WebSocket; same host is always allowed (env CROWSNEST_ALLOWED_ORIGINS)")
@@ -60,6 +64,8 @@ func bindFlags(fs *flag.FlagSet, o *options, getenv func(string) string) {
 	fs.StringVar(&o.authMode, "auth-mode", env("CROWSNEST_AUTH_MODE", "static"), "how write tokens are checked: static (the write token) or tokenreview (Kubernetes service-account tokens via TokenReview) (env CROWSNEST_AUTH_MODE)")
 	fs.StringVar(&o.audience, "token-audience", env("CROWSNEST_TOKEN_AUDIENCE", authn.DefaultAudience), "audience service-account tokens must carry in tokenreview mode (env CROWSNEST_TOKEN_AUDIENCE)")
 	fs.StringVar(&o.allowedSAs, "allowed-service-accounts", env("CROWSNEST_ALLOWED_SERVICE_ACCOUNTS", ""), "comma-separated namespace/name (or namespace/*) service accounts allowed to write in tokenreview mode (env CROWSNEST_ALLOWED_SERVICE_ACCOUNTS)")
+	fs.StringVar(&o.rematchSAs, "rematch-service-accounts", env("CROWSNEST_REMATCH_SERVICE_ACCOUNTS", ""), "comma-separated namespace/name service accounts (the matcher) that may replace existing reports in tokenreview mode (env CROWSNEST_REMATCH_SERVICE_ACCOUNTS)")
+	fs.StringVar(&o.scanSA, "scan-service-account", env("CROWSNEST_SCAN_SERVICE_ACCOUNT", ""), "service account scan Pods run as; uploads from Pods running as another are refused (empty: any) (env CROWSNEST_SCAN_SERVICE_ACCOUNT)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", env("CROWSNEST_KUBECONFIG", ""), "kubeconfig for TokenReview; empty uses the in-cluster config (env CROWSNEST_KUBECONFIG)")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", envDuration(env("CROWSNEST_SHUTDOWN_TIMEOUT", ""), 20*time.Second), "time to finish requests on SIGTERM (env CROWSNEST_SHUTDOWN_TIMEOUT)")
 }
@@ -84,7 +90,10 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (*opti
 	if o.databaseURL == "" {
 		return nil, errors.New("no database: set --database-url, CROWSNEST_DATABASE_URL or --database-url-file")
 	}
-	o.writeToken = getenv("CROWSNEST_WRITE_TOKEN")
+	o.writeToken = getenv("CROWSNEST_ADMIN_TOKEN")
+	if o.writeToken == "" {
+		o.writeToken = getenv("CROWSNEST_WRITE_TOKEN")
+	}
 	if o.writeTokenFile != "" {
 		if o.writeToken, err = readSecret(o.writeTokenFile); err != nil {
 			return nil, err
@@ -154,7 +163,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			log.Warn("no write token configured: PUT and DELETE will be refused")
 		}
 	case "tokenreview":
-		if cfg.Auth, err = tokenReviewer(o); err != nil {
+		if cfg.Gate, err = writeGate(o); err != nil {
 			return err
 		}
 	default:
@@ -191,9 +200,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	return nil
 }
 
-// tokenReviewer builds the TokenReview authenticator from the kubeconfig
-// flag or the in-cluster configuration.
-func tokenReviewer(o *options) (*authn.TokenReviewer, error) {
+// writeGate builds the write authorization of tokenreview mode: TokenReview
+// and the scope checks (Pod-bound uploads, rematch, admin by
+// SubjectAccessReview), all against the API server of the kubeconfig flag
+// or the in-cluster configuration.
+func writeGate(o *options) (*authz.Gate, error) {
 	var allowed []string
 	for _, a := range strings.Split(o.allowedSAs, ",") {
 		if a = strings.TrimSpace(a); a != "" {
@@ -213,5 +224,27 @@ func tokenReviewer(o *options) (*authn.TokenReviewer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes config for tokenreview: %w", err)
 	}
-	return authn.New(cfg, authn.Options{Audience: o.audience, Allowed: allowed})
+	reviewer, err := authn.New(cfg, authn.Options{Audience: o.audience, Allowed: allowed})
+	if err != nil {
+		return nil, err
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	az, err := authz.New(kc, authz.Options{RematchServiceAccounts: splitList(o.rematchSAs), ScanServiceAccount: o.scanSA})
+	if err != nil {
+		return nil, err
+	}
+	return &authz.Gate{Reviewer: reviewer, Authz: az, Audience: o.audience}, nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, a := range strings.Split(v, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }

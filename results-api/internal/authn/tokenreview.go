@@ -40,6 +40,7 @@ type TokenReviewer struct {
 }
 
 type verdict struct {
+	user    authv1.UserInfo
 	err     error
 	expires time.Time
 }
@@ -75,46 +76,60 @@ func New(cfg *rest.Config, o Options) (*TokenReviewer, error) {
 // list is ErrBadToken (403); an unreachable API server is
 // ErrAuthUnavailable (503, so uploaders retry).
 func (t *TokenReviewer) Authenticate(r *http.Request, token string) error {
+	user, err := t.Review(r.Context(), token)
+	if err != nil {
+		return err
+	}
+	if !t.Allowed(user.Username) {
+		return fmt.Errorf("%w: %s may not write", ErrBadToken, user.Username)
+	}
+	return nil
+}
+
+// Review authenticates token with a TokenReview for the audience and
+// returns who it belongs to. Definite answers are cached for CacheTTL (by
+// the token's hash); an unreachable API server is ErrAuthUnavailable and is
+// not cached.
+func (t *TokenReviewer) Review(ctx context.Context, token string) (authv1.UserInfo, error) {
 	key := sha256.Sum256([]byte(token))
 	now := time.Now()
 	t.mu.Lock()
 	v, ok := t.cache[key]
 	t.mu.Unlock()
 	if ok && now.Before(v.expires) {
-		return v.err
+		return v.user, v.err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), t.o.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, t.o.Timeout)
 	defer cancel()
-	err := t.review(ctx, token)
+	user, err := t.review(ctx, token)
 	if errors.Is(err, ErrAuthUnavailable) {
-		return err // not cached: try again next time
+		return user, err // not cached: try again next time
 	}
 	t.mu.Lock()
 	if len(t.cache) >= maxCache {
 		clear(t.cache)
 	}
-	t.cache[key] = verdict{err: err, expires: now.Add(t.o.CacheTTL)}
+	t.cache[key] = verdict{user: user, err: err, expires: now.Add(t.o.CacheTTL)}
 	t.mu.Unlock()
-	return err
+	return user, err
 }
 
-func (t *TokenReviewer) review(ctx context.Context, token string) error {
+func (t *TokenReviewer) review(ctx context.Context, token string) (authv1.UserInfo, error) {
 	tr, err := t.client.Create(ctx, &authv1.TokenReview{Spec: authv1.TokenReviewSpec{
 		Token: token, Audiences: []string{t.o.Audience}}}, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("%w: tokenreview: %w", ErrAuthUnavailable, err)
+		return authv1.UserInfo{}, fmt.Errorf("%w: tokenreview: %w", ErrAuthUnavailable, err)
 	}
 	st := tr.Status
 	if !st.Authenticated || !slices.Contains(st.Audiences, t.o.Audience) {
-		return ErrBadToken
+		return authv1.UserInfo{}, ErrBadToken
 	}
-	if !t.allowed(st.User.Username) {
-		return fmt.Errorf("%w: %s may not write", ErrBadToken, st.User.Username)
-	}
-	return nil
+	return st.User, nil
 }
 
-func (t *TokenReviewer) allowed(username string) bool {
+// Allowed reports whether username is a service account on the Allowed
+// list: the namespaces whose scan Pods may upload at all.
+func (t *TokenReviewer) Allowed(username string) bool {
 	rest, ok := strings.CutPrefix(username, "system:serviceaccount:")
 	if !ok {
 		return false

@@ -209,12 +209,19 @@ func (b *Bus) ensureStream(ctx context.Context) {
 }
 
 // fanOut receives every event on crowsnest.> (plain subscription, so every
-// replica sees every event) and forwards it to this replica's clients.
+// replica sees every event) and forwards the valid ones to this replica's
+// clients. Subjects without a WebSocket frame are skipped.
 func (b *Bus) fanOut(m *nats.Msg) {
-	var ev evv1.Event
-	if err := json.Unmarshal(m.Data, &ev); err != nil {
-		b.o.Logger.Warn("drop malformed event", "subject", m.Subject, "error", err)
+	if _, ok := evv1.ProducerOf(m.Subject); !ok {
 		return
 	}
-	b.broadcast(ev)
+	ev, err := parse(m.Subject, m.Data)
+	switch {
+	case err != nil && consumed(m.Subject):
+		b.o.Logger.Debug("not forwarding invalid event", "subject", m.Subject, "id", clipID(ev.ID), "reason", evv1.Reason(err))
+	case err != nil:
+		b.rejected(m.Subject, ev, err)
+	default:
+		b.broadcast(ev)
+	}
 }

@@ -2,7 +2,6 @@ package events
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -54,9 +53,11 @@ func (b *Bus) startConsumer(ctx context.Context) (jetstream.ConsumeContext, erro
 
 func (b *Bus) handle(ctx context.Context, m jetstream.Msg) {
 	subject := m.Subject()
-	var ev evv1.Event
-	if err := json.Unmarshal(m.Data(), &ev); err != nil {
-		b.poison(m, subject, err)
+	ev, err := parse(subject, m.Data())
+	if err != nil {
+		// Terminated, not NAKed: the same bytes will never be valid.
+		_ = m.Term()
+		b.rejected(subject, ev, err)
 		return
 	}
 	st, err := scanStatus(ev)

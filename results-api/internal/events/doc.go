@@ -7,6 +7,14 @@
 // WebSocket hub from a plain (non-durable) subscription on crowsnest.>, so
 // every replica delivers every event to its own clients.
 //
+// Nothing received is trusted: every event is validated against the contract
+// (events/v1 Validate: type, source and payload of its subject, a sane id and
+// time) before it is applied or broadcast. The durable consumer terminates an
+// invalid event (it is never redelivered); the fan-out does not forward it.
+// Each is counted once in crowsnest_events_invalid_total{subject,reason} and
+// logged once at warn, without its payload: by the shared consumer for
+// image.needed and job.done, by each replica's fan-out for the other subjects.
+//
 // When NATS is not configured, events go straight to the local hub. When it
 // is configured but unreachable, the API keeps serving and storing: outgoing
 // events wait in a bounded in-memory outbox and are retried in order until

@@ -6,7 +6,10 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/authz"
 )
 
 // Authenticator decides whether a bearer token may write. It returns nil,
@@ -29,6 +32,8 @@ func (s *Server) requireWriter(next http.Handler) http.Handler {
 			writeError(w, r, errUnauthorized)
 			return
 		}
+		// The scope decision needs the digest the write is about.
+		r = r.WithContext(authz.WithDigest(r.Context(), chi.URLParam(r, "digest")))
 		if err := s.cfg.Auth.Authenticate(r, token); err != nil {
 			writeError(w, r, authError(err))
 			return

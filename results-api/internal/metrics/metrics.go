@@ -1,5 +1,6 @@
 // Package metrics defines the results API's Prometheus metrics on a private
-// registry, all named crowsnest_results_api_*.
+// registry, named crowsnest_results_api_* except crowsnest_events_invalid_total,
+// which the operator exports under the same name.
 package metrics
 
 import (
@@ -25,6 +26,7 @@ type Metrics struct {
 	EventsPublished  *prometheus.CounterVec // subject
 	EventsConsumed   *prometheus.CounterVec // subject
 	EventsFailed     *prometheus.CounterVec // subject, stage: publish|consume
+	EventsInvalid    *prometheus.CounterVec // subject, reason: events/v1 Reason
 	DBErrors         *prometheus.CounterVec // op
 }
 
@@ -52,11 +54,14 @@ func New() *Metrics {
 			Name: "events_consumed_total", Help: "Events consumed from JetStream."}, []string{"subject"}),
 		EventsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "events_failed_total", Help: "Events that failed to publish or consume."}, []string{"subject", "stage"}),
+		EventsInvalid: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: "events",
+			Name: "invalid_total", Help: "Received events that failed validation and were dropped, by subject and broken rule."},
+			[]string{"subject", "reason"}),
 		DBErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "db_errors_total", Help: "Failed database operations."}, []string{"op"}),
 	}
 	m.Registry.MustRegister(m.HTTPDuration, m.ReportsIngested, m.IngestBytes, m.FindingsStored,
-		m.WebSocketClients, m.WebSocketDropped, m.EventsPublished, m.EventsConsumed, m.EventsFailed, m.DBErrors,
+		m.WebSocketClients, m.WebSocketDropped, m.EventsPublished, m.EventsConsumed, m.EventsFailed, m.EventsInvalid, m.DBErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/authz"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/events"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/httpapi"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/hub"
@@ -27,9 +28,13 @@ type Config struct {
 	NATSURL     string        // empty: events only go to local WebSocket clients
 	NATSConnect []nats.Option // NATS credentials (eventsv1.Credentials.Options)
 	WriteToken  string        // empty: writes are refused (403)
-	// Auth, when set, decides on write tokens instead of WriteToken (the
-	// binary's --auth-mode=tokenreview).
-	Auth           httpapi.Authenticator
+	// Auth, when set, decides on write tokens instead of WriteToken.
+	Auth httpapi.Authenticator
+	// Gate, when set (the binary's --auth-mode=tokenreview), decides on
+	// writes by scope: the static WriteToken as admin, Pod-bound uploads,
+	// rematch and admin by TokenReview + SubjectAccessReview. New fills in
+	// its Static token and HasReport.
+	Gate           *authz.Gate
 	MaxBOMBytes    int64
 	OriginPatterns []string
 	UI             http.Handler
@@ -67,15 +72,29 @@ func New(ctx context.Context, c Config) (*Service, error) {
 		return nil, err
 	}
 	var auth httpapi.Authenticator = authn.DenyWrites{}
-	switch {
-	case c.Auth != nil:
-		auth = c.Auth
-	case c.WriteToken != "":
-		if auth, err = authn.NewStaticToken(c.WriteToken); err != nil {
+	var static *authn.StaticToken
+	if c.WriteToken != "" {
+		t, err := authn.NewStaticToken(c.WriteToken)
+		if err != nil {
 			bus.Close()
 			_ = st.Close()
 			return nil, fmt.Errorf("write token: %w", err)
 		}
+		static, auth = &t, t
+	}
+	switch {
+	case c.Gate != nil:
+		c.Gate.Static = static // the admin token works in every mode
+		c.Gate.HasReport = func(ctx context.Context, digest string) (bool, error) {
+			_, err := st.GetSummary(ctx, digest)
+			if errors.Is(err, store.ErrNotFound) {
+				return false, nil
+			}
+			return err == nil, err
+		}
+		auth = c.Gate
+	case c.Auth != nil:
+		auth = c.Auth
 	}
 	api := httpapi.New(httpapi.Config{
 		Store: st, Hub: h, Notifier: bus, Auth: auth, Metrics: m, MaxBOMBytes: c.MaxBOMBytes, UI: c.UI, Logger: c.Logger,

@@ -46,6 +46,15 @@ func Schema() ([]byte, error) {
 	tag := img["properties"].(map[string]any)["tag"].(map[string]any)
 	tag["not"] = map[string]any{"const": "latest"}
 
+	// A component authenticates to an external NATS with a .creds file, or
+	// with a user and its password, never both.
+	set := map[string]any{"minLength": 1}
+	defs["NATSClient"].(map[string]any)["allOf"] = []any{
+		map[string]any{"if": obj("user", set), "then": obj("passwordSecret", obj("name", set))},
+		map[string]any{"if": obj("passwordSecret", obj("name", set)), "then": obj("user", set)},
+		map[string]any{"not": map[string]any{"allOf": []any{obj("credsSecret", obj("name", set)), obj("user", set)}}},
+	}
+
 	// Disabling a bundled backend requires pointing at an external one.
 	s["allOf"] = []any{
 		map[string]any{

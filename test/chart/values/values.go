@@ -26,10 +26,35 @@ type Scan struct {
 	ServiceAccount string   `json:"serviceAccount" jsonschema:"description=ServiceAccount of scan Pods; empty uses each namespace's default,pattern=^$|^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"`
 }
 
-// ExternalNATS points at a NATS server when the bundled one is disabled.
+// ExternalNATS points at a NATS server when the bundled one is disabled, and
+// says how each component authenticates to NATS.
 type ExternalNATS struct {
-	URL            string    `json:"url" jsonschema:"description=URL of an external NATS with JetStream (nats.enabled=false),pattern=^$|^(nats|tls)://"`
-	ExistingSecret SecretKey `json:"existingSecret" jsonschema:"description=Secret whose key holds the NATS URL with credentials; wins over url"`
+	URL            string          `json:"url" jsonschema:"description=URL of an external NATS with JetStream (nats.enabled=false),pattern=^$|^(nats|tls)://"`
+	ExistingSecret SecretKey       `json:"existingSecret" jsonschema:"description=Secret whose key holds the NATS URL with credentials; wins over url"`
+	Users          NATSUsers       `json:"users" jsonschema:"description=Passwords of the bundled NATS's users"`
+	Credentials    NATSCredentials `json:"credentials" jsonschema:"description=Credentials of each component on an external NATS (nats.enabled=false)"`
+}
+
+// NATSUsers are the passwords of the bundled NATS's users (api/events/v1
+// Users): generated, or from an existing Secret.
+type NATSUsers struct {
+	ExistingSecret string `json:"existingSecret" jsonschema:"description=Secret with one password per user (keys operator results-api matcher notifier reader; letters and digits); empty generates <release>-nats-users and keeps it on upgrade,pattern=^$|^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$,maxLength=253"`
+}
+
+// NATSCredentials are the operator's and results-api's credentials on an
+// external NATS.
+type NATSCredentials struct {
+	Operator   NATSClient `json:"operator"`
+	ResultsAPI NATSClient `json:"resultsApi"`
+}
+
+// NATSClient is how one component authenticates to an external NATS: a
+// .creds file from a Secret, or a user with a password from a Secret, or
+// nothing (credentials in the URL, or an open NATS).
+type NATSClient struct {
+	User           string    `json:"user" jsonschema:"description=NATS user name; its password comes from passwordSecret,pattern=^$|^[^\\s]+$"`
+	PasswordSecret SecretKey `json:"passwordSecret" jsonschema:"description=Secret whose key holds the user's password (--nats-password-file)"`
+	CredsSecret    SecretKey `json:"credsSecret" jsonschema:"description=Secret whose key holds a NATS .creds file (JWT and NKey seed; --nats-creds); excludes user and passwordSecret"`
 }
 
 // ExternalDB points at a Postgres database when the bundled one is disabled.

@@ -94,11 +94,7 @@ func deleteReport(ctx context.Context, digest string) error {
 	if err != nil {
 		return err
 	}
-	token, err := shared.WriteBearer(ctx, "e2e-scan")
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Authorization", "Bearer "+shared.AdminToken())
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

@@ -90,10 +90,21 @@ func Pod(ns, name, ref string, ignored bool) *corev1.Pod {
 // EnsureNamespace creates ns unless it exists and waits (up to 30s) for
 // its default ServiceAccount, without which the ServiceAccount admission
 // plugin refuses Pods.
+// ScanServiceAccount is the service account scan Pods run as (operator and
+// results-api --scan-service-account).
+const ScanServiceAccount = "crowsnest-scan"
+
 func EnsureNamespace(ctx context.Context, c client.Client, ns string) error {
 	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	// The dedicated scan service account, as the chart creates it in every
+	// scanned namespace: no permissions, no token mounted by default.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ScanServiceAccount, Namespace: ns},
+		AutomountServiceAccountToken: ptr.To(false)}
+	if err := c.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create service account %s/%s: %w", ns, ScanServiceAccount, err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {

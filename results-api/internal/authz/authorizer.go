@@ -1,0 +1,125 @@
+package authz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultUploadCacheSize = 4096
+	// DefaultUploadCacheTTL matches the scan token's lifetime
+	// (scan.TokenExpirationSeconds): a Pod's verdict outlives no token.
+	DefaultUploadCacheTTL = 10 * time.Minute
+	DefaultAdminCacheSize = 1024
+	DefaultAdminCacheTTL  = 30 * time.Second
+	DefaultTimeout        = 5 * time.Second
+)
+
+// Options configure an Authorizer.
+type Options struct {
+	// RematchServiceAccounts lists the service accounts, as
+	// "namespace/name", that hold the rematch scope (the matcher's).
+	RematchServiceAccounts []string
+	// ScanServiceAccount is the name of the service account scan Pods run
+	// as (in their own namespace), e.g. "crowsnest-scan"; empty allows any.
+	ScanServiceAccount string
+
+	// UploadCacheSize and UploadCacheTTL bound the cache of positive upload
+	// verdicts (default DefaultUploadCacheSize, DefaultUploadCacheTTL).
+	UploadCacheSize int
+	UploadCacheTTL  time.Duration
+	// AdminCacheSize and AdminCacheTTL bound the cache of
+	// SubjectAccessReview decisions (default DefaultAdminCacheSize,
+	// DefaultAdminCacheTTL).
+	AdminCacheSize int
+	AdminCacheTTL  time.Duration
+	// Timeout bounds each API call: the Pod and Job GETs of an upload and
+	// each SubjectAccessReview (default DefaultTimeout).
+	Timeout time.Duration
+}
+
+// Authorizer decides the write scopes. It is safe for concurrent use.
+type Authorizer struct {
+	client  kubernetes.Interface
+	o       Options
+	rematch []string // usernames system:serviceaccount:<ns>:<name>
+
+	uploads *lru[uploadKey, jobRef]
+	admins  *lru[string, decision]
+	flight  singleflight.Group
+}
+
+// New returns an Authorizer that reads Pods and Jobs and creates
+// SubjectAccessReviews through client.
+func New(client kubernetes.Interface, o Options) (*Authorizer, error) {
+	if client == nil {
+		return nil, errors.New("authz: nil kubernetes client")
+	}
+	var rematch []string
+	for _, sa := range o.RematchServiceAccounts {
+		ns, name, ok := strings.Cut(sa, "/")
+		if !ok || ns == "" || name == "" || strings.ContainsAny(name, "/:*") || strings.ContainsAny(ns, ":*") {
+			return nil, fmt.Errorf("rematch service account %q: want namespace/name", sa)
+		}
+		rematch = append(rematch, serviceAccountPrefix+ns+":"+name)
+	}
+	if strings.ContainsAny(o.ScanServiceAccount, "/:*") {
+		return nil, fmt.Errorf("scan service account %q: want a bare name", o.ScanServiceAccount)
+	}
+	o.UploadCacheSize = positive(o.UploadCacheSize, DefaultUploadCacheSize)
+	o.UploadCacheTTL = positive(o.UploadCacheTTL, DefaultUploadCacheTTL)
+	o.AdminCacheSize = positive(o.AdminCacheSize, DefaultAdminCacheSize)
+	o.AdminCacheTTL = positive(o.AdminCacheTTL, DefaultAdminCacheTTL)
+	o.Timeout = positive(o.Timeout, DefaultTimeout)
+	return &Authorizer{
+		client:  client,
+		o:       o,
+		rematch: rematch,
+		uploads: newLRU[uploadKey, jobRef](o.UploadCacheSize, o.UploadCacheTTL, time.Now),
+		admins:  newLRU[string, decision](o.AdminCacheSize, o.AdminCacheTTL, time.Now),
+	}, nil
+}
+
+// AuthorizeRematch allows the service accounts listed in
+// Options.RematchServiceAccounts. It checks the caller only: the handler must
+// also refuse a rematch for a digest that has no stored report yet (a
+// rematch replaces a report, it never creates one), which needs the store.
+func (a *Authorizer) AuthorizeRematch(id Identity) error {
+	if id.Static || id.Username == "" || !slices.Contains(a.rematch, id.Username) {
+		return fmt.Errorf("%w: %s does not hold the rematch scope", ErrForbidden, id.subject())
+	}
+	return nil
+}
+
+// apiError turns a failed API call about what into ErrForbidden when the
+// object does not exist and ErrUnavailable otherwise: unreachable, timed
+// out, throttled (429), failing (5xx) or refused to results-api itself
+// (401/403: its own credentials or RBAC are wrong, which retrying after a
+// fix can cure and which says nothing about the caller).
+func apiError(what string, err error) error {
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("%w: %s not found", ErrForbidden, what)
+	}
+	return fmt.Errorf("%w: get %s: %w", ErrUnavailable, what, err)
+}
+
+// callContext bounds one API call by Options.Timeout.
+func (a *Authorizer) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, a.o.Timeout)
+}
+
+func positive[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
+}

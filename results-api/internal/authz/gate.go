@@ -1,0 +1,113 @@
+package authz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	authv1 "k8s.io/api/authentication/v1"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"
+)
+
+// Reviewer turns a bearer token into the user it belongs to (TokenReview)
+// and says which service accounts may upload at all (authn.TokenReviewer).
+type Reviewer interface {
+	Review(ctx context.Context, token string) (authv1.UserInfo, error)
+	Allowed(username string) bool
+}
+
+// Gate decides every write in one place: which scope a token writes with,
+// and whether it may. It is the httpapi.Authenticator of results-api.
+//
+//   - The static admin token (when configured) may PUT and DELETE.
+//   - Otherwise, with a Reviewer (TokenReview mode), the token is checked
+//     locally (PrecheckJWT) and then reviewed. A DELETE needs admin (SAR
+//     delete on reports.crowsnest.dev). A PUT by a token bound to a Pod is
+//     an upload (AuthorizeUpload, within the Reviewer's allowed service
+//     accounts); by a rematch service account, a rematch of a report that
+//     exists; by anyone else, admin (SAR create).
+type Gate struct {
+	Static   *authn.StaticToken // nil: no static admin token
+	Reviewer Reviewer           // nil: static token only
+	Authz    *Authorizer        // required with a Reviewer
+	Audience string
+	// HasReport tells whether digest has a stored report (rematch may only
+	// replace one).
+	HasReport func(ctx context.Context, digest string) (bool, error)
+	Now       func() time.Time
+}
+
+type digestKey struct{}
+
+// WithDigest records the digest a write is about in ctx (the HTTP layer
+// calls it with the path's digest before Authenticate).
+func WithDigest(ctx context.Context, digest string) context.Context {
+	return context.WithValue(ctx, digestKey{}, digest)
+}
+
+// Authenticate implements httpapi.Authenticator: nil when the write may go
+// ahead; authn.ErrBadToken (403) or authn.ErrAuthUnavailable (503) with the
+// reason otherwise. The token itself never appears in an error.
+func (g *Gate) Authenticate(r *http.Request, token string) error {
+	if g.Static != nil && g.Static.Authenticate(r, token) == nil {
+		return nil
+	}
+	if g.Reviewer == nil {
+		if g.Static == nil {
+			return authn.ErrNoWriteKey
+		}
+		return authn.ErrBadToken
+	}
+	ctx := r.Context()
+	digest, _ := ctx.Value(digestKey{}).(string)
+	now := time.Now
+	if g.Now != nil {
+		now = g.Now
+	}
+	if err := PrecheckJWT(token, g.Audience, now()); err != nil {
+		return g.classify(err)
+	}
+	user, err := g.Reviewer.Review(ctx, token)
+	if err != nil {
+		return err // already authn's sentinels
+	}
+	id := FromUserInfo(user)
+	switch {
+	case r.Method == http.MethodDelete:
+		return g.classify(g.Authz.AuthorizeAdmin(ctx, id, VerbDelete))
+	case r.Method != http.MethodPut:
+		return fmt.Errorf("%w: %s is not a write", authn.ErrBadToken, r.Method)
+	}
+	if _, _, bound := id.BoundPod(); bound {
+		if !g.Reviewer.Allowed(id.Username) {
+			return fmt.Errorf("%w: %s is not in a namespace Crowsnest scans", authn.ErrBadToken, id.Username)
+		}
+		return g.classify(g.Authz.AuthorizeUpload(ctx, id, digest))
+	}
+	if g.Authz.AuthorizeRematch(id) == nil {
+		ok, err := g.HasReport(ctx, digest)
+		if err != nil {
+			return fmt.Errorf("%w: look up report: %w", authn.ErrAuthUnavailable, err)
+		}
+		if !ok {
+			return fmt.Errorf("%w: rematch may only replace an existing report, and %s has none", authn.ErrBadToken, digest)
+		}
+		return nil
+	}
+	return g.classify(g.Authz.AuthorizeAdmin(ctx, id, VerbCreate))
+}
+
+// classify maps authz's errors onto authn's, which the HTTP layer knows.
+func (g *Gate) classify(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrUnavailable):
+		return fmt.Errorf("%w: %w", authn.ErrAuthUnavailable, err)
+	default:
+		return fmt.Errorf("%w: %w", authn.ErrBadToken, err)
+	}
+}

@@ -1,0 +1,170 @@
+package authz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/crowsnest-dev/crowsnest/api/scan"
+)
+
+// uploadKey identifies a positive upload verdict: one token subject, bound
+// to one Pod object (its UID), uploading one digest.
+type uploadKey struct {
+	username, pod string
+	podUID        string
+	digest        string
+}
+
+// jobRef is the scan Job a verified Pod belongs to.
+type jobRef struct {
+	namespace, name string
+	uid             types.UID
+}
+
+// AuthorizeUpload allows id to store the report of digest when id is the
+// token of the scan Pod the operator scheduled for that digest:
+//
+//   - the token is bound to a Pod (pod-name and pod-uid extras) and belongs
+//     to a service account (Options.ScanServiceAccount, when set);
+//   - that Pod, fetched by name in the service account's namespace, has the
+//     token's pod UID, runs as the token's service account, is neither
+//     terminated (Succeeded/Failed) nor being deleted, and is controlled by a
+//     batch/v1 Job;
+//   - that Job has the same UID as the Pod's controller reference, carries
+//     scan.LabelManagedBy=scan.ManagedBy and scan.AnnotationDigest=digest, is
+//     not being deleted and has no terminal condition (Complete, Failed,
+//     SuccessCriteriaMet, FailureTarget) set to True.
+//
+// A Pod that is still Pending is allowed: the uploader is the main container
+// and starts right after Grype's init container, often before the kubelet
+// has reported the Pod Running.
+//
+// The Pod part of a positive verdict is cached per (username, pod, pod UID,
+// digest) for Options.UploadCacheTTL; the Job is fetched on every call, so a
+// finished, deleted or replaced Job is refused at once. Within the TTL a
+// cached Pod is not fetched again, so a verified Pod that is then deleted or
+// terminates keeps its verdict for that digest until its Job finishes: with
+// the operator's backoffLimit 0 that is right after (the Job controller
+// marks the Job Failed or Complete), and TokenReview stops authenticating
+// the token of a deleted Pod (after kube-apiserver's own 10 s cache of
+// successful authentications). Failures to decide (ErrUnavailable) are never
+// cached.
+func (a *Authorizer) AuthorizeUpload(ctx context.Context, id Identity, digest string) error {
+	if digest == "" {
+		return fmt.Errorf("%w: empty digest", ErrForbidden)
+	}
+	ns, sa, ok := id.ServiceAccount()
+	if id.Static || !ok {
+		return fmt.Errorf("%w: %s is not a service account", ErrForbidden, id.subject())
+	}
+	podName, podUID, ok := id.BoundPod()
+	if !ok {
+		return fmt.Errorf("%w: token of %s is not bound to a pod", ErrForbidden, id.Username)
+	}
+	if a.o.ScanServiceAccount != "" && sa != a.o.ScanServiceAccount {
+		return fmt.Errorf("%w: %s is not the scan service account %q", ErrForbidden, id.Username, a.o.ScanServiceAccount)
+	}
+	key := uploadKey{username: id.Username, pod: podName, podUID: podUID, digest: digest}
+	ref, cached := a.uploads.get(key)
+	if !cached {
+		var err error
+		if ref, err = a.scanPod(ctx, ns, sa, podName, types.UID(podUID)); err != nil {
+			return err
+		}
+	}
+	if err := a.scanJob(ctx, ref, digest); err != nil {
+		if cached && errors.Is(err, ErrForbidden) {
+			a.uploads.remove(key)
+		}
+		return err
+	}
+	if !cached {
+		a.uploads.add(key, ref)
+	}
+	return nil
+}
+
+// scanPod fetches the token's Pod and returns its controlling Job.
+func (a *Authorizer) scanPod(ctx context.Context, ns, sa, name string, uid types.UID) (jobRef, error) {
+	what := "pod " + ns + "/" + name
+	cctx, cancel := a.callContext(ctx)
+	defer cancel()
+	pod, err := a.client.CoreV1().Pods(ns).Get(cctx, name, metav1.GetOptions{})
+	if err != nil {
+		return jobRef{}, apiError(what, err)
+	}
+	if pod.UID != uid {
+		return jobRef{}, fmt.Errorf("%w: %s was replaced: its uid is not the token's", ErrForbidden, what)
+	}
+	if pod.DeletionTimestamp != nil {
+		return jobRef{}, fmt.Errorf("%w: %s is being deleted", ErrForbidden, what)
+	}
+	if p := pod.Status.Phase; p == corev1.PodSucceeded || p == corev1.PodFailed {
+		return jobRef{}, fmt.Errorf("%w: %s has terminated (%s)", ErrForbidden, what, p)
+	}
+	podSA := pod.Spec.ServiceAccountName
+	if podSA == "" {
+		podSA = "default" // what the ServiceAccount admission plugin fills in
+	}
+	if podSA != sa {
+		return jobRef{}, fmt.Errorf("%w: %s runs as %q, the token is of %q", ErrForbidden, what, podSA, sa)
+	}
+	ctrl := metav1.GetControllerOfNoCopy(pod)
+	if ctrl == nil || ctrl.Kind != "Job" || ctrl.Name == "" || ctrl.UID == "" || !isBatch(ctrl.APIVersion) {
+		return jobRef{}, fmt.Errorf("%w: %s is not controlled by a Job", ErrForbidden, what)
+	}
+	return jobRef{namespace: ns, name: ctrl.Name, uid: ctrl.UID}, nil
+}
+
+// scanJob fetches the Pod's Job and checks that it is the operator's scan
+// Job for digest and still running.
+func (a *Authorizer) scanJob(ctx context.Context, ref jobRef, digest string) error {
+	what := "job " + ref.namespace + "/" + ref.name
+	cctx, cancel := a.callContext(ctx)
+	defer cancel()
+	job, err := a.client.BatchV1().Jobs(ref.namespace).Get(cctx, ref.name, metav1.GetOptions{})
+	if err != nil {
+		return apiError(what, err)
+	}
+	switch {
+	case job.UID != ref.uid:
+		return fmt.Errorf("%w: %s was replaced: it is not the pod's controller", ErrForbidden, what)
+	case job.Labels[scan.LabelManagedBy] != scan.ManagedBy:
+		return fmt.Errorf("%w: %s is not managed by %s", ErrForbidden, what, scan.ManagedBy)
+	case job.Annotations[scan.AnnotationDigest] != digest:
+		return fmt.Errorf("%w: %s scans another digest than %s", ErrForbidden, what, digest)
+	case job.DeletionTimestamp != nil:
+		return fmt.Errorf("%w: %s is being deleted", ErrForbidden, what)
+	}
+	if c, done := finished(job); done {
+		return fmt.Errorf("%w: %s has finished (%s)", ErrForbidden, what, c)
+	}
+	return nil
+}
+
+// finished reports the first terminal (or about to be terminal) condition
+// of job that is True.
+func finished(job *batchv1.Job) (batchv1.JobConditionType, bool) {
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete, batchv1.JobFailed, batchv1.JobSuccessCriteriaMet, batchv1.JobFailureTarget:
+			return c.Type, true
+		}
+	}
+	return "", false
+}
+
+func isBatch(apiVersion string) bool {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	return err == nil && gv.Group == batchv1.GroupName
+}

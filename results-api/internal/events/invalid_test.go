@@ -1,0 +1,318 @@
+package events_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/api"
+	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/bomtest"
+)
+
+// marker is in every forged payload: it must appear in no log line.
+const marker = "forged-payload-marker"
+
+// TestForgedOperatorEventsAreTerminated plays an attacker who can publish on
+// crowsnest.job.done (past the bus's permissions, or an operator with a
+// broken clock): a job.done dated 9999-01-01 and one from the wrong source
+// would, if applied, pin the digest's scan status at "done" forever. Neither
+// is applied, broadcast or redelivered; each is counted and logged once; the
+// valid job.done after them is applied.
+func TestForgedOperatorEventsAreTerminated(t *testing.T) {
+	ns, url := natstest.StartT(t)
+	logs := &syncBuffer{}
+	srv := apitest.Start(t, apitest.WithNATS(url), apitest.WithLogger(slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, strings.Replace(srv.URL, "http", "ws", 1)+"/api/v1/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if _, err := evv1.EnsureStream(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return fanOutSubscribed(t, ns) && srvSubscribed(ctx, js) })
+	terminated, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED." + evv1.StreamName + ".results-api-scans")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	d := bomtest.Digest(7)
+	done := func(outcome evv1.Outcome, reason string) evv1.JobDone {
+		return evv1.JobDone{Digest: d, Image: "demo@" + d, Namespace: "ns", Scanner: "s", Job: "job-1", Outcome: outcome, Reason: reason, Attempt: 1}
+	}
+	publish(ctx, t, js, evv1.SubjectImageNeeded, evv1.SourceOperator, evv1.TypeImageNeeded, "needed", time.Now(),
+		evv1.ImageNeeded{Digest: d, Image: "demo@" + d, Namespace: "ns", Scanner: "s", Job: "job-1", Reason: evv1.NeedNew, Attempt: 1})
+	waitFor(t, func() bool { return scanState(t, srv, d) == api.Scanning })
+
+	forged := done(evv1.OutcomeSucceeded, "")
+	forged.Message = marker
+	publish(ctx, t, js, evv1.SubjectJobDone, evv1.SourceOperator, evv1.TypeJobDone, "forged-future",
+		time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), forged)
+	publish(ctx, t, js, evv1.SubjectJobDone, evv1.SourceResultsAPI, evv1.TypeJobDone, "forged-source", time.Now(), forged)
+	for i := range 2 {
+		if _, err := terminated.NextMsg(10 * time.Second); err != nil {
+			t.Fatalf("termination advisory %d: %v", i+1, err)
+		}
+	}
+	if s := scanState(t, srv, d); s != api.Scanning {
+		t.Fatalf("after the forged events the scan is %q, want it unchanged (scanning)", s)
+	}
+
+	validAt := time.Now().UTC().Truncate(time.Millisecond)
+	publish(ctx, t, js, evv1.SubjectJobDone, evv1.SourceOperator, evv1.TypeJobDone, "valid", validAt, done(evv1.OutcomeFailed, "ImagePullFailed"))
+	waitFor(t, func() bool { return scanState(t, srv, d) == api.Failed })
+	if st := scan(t, srv, d); st.Reason == nil || *st.Reason != "ImagePullFailed" || !st.UpdatedAt.Equal(validAt) {
+		t.Errorf("scan status %+v, want the valid job.done's (failed, ImagePullFailed, %s)", st, validAt)
+	}
+
+	// The browser saw image.needed and the valid job.done, nothing between.
+	var frames []string
+	for len(frames) < 2 {
+		_, msg, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct {
+			Type string
+			Data api.ScanStatus
+		}
+		if err := json.Unmarshal(msg, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Type == "scan.status" {
+			frames = append(frames, string(m.Data.Status))
+		}
+	}
+	if frames[0] != string(api.Scanning) || frames[1] != string(api.Failed) {
+		t.Errorf("scan.status frames %v, want [scanning failed]", frames)
+	}
+
+	// Counted once each, by the broken rule.
+	want := map[string]float64{`reason="time",subject="crowsnest.job.done"`: 1, `reason="source",subject="crowsnest.job.done"`: 1}
+	if got := invalidCounts(t, srv); !equalCounts(got, want) {
+		t.Errorf("crowsnest_events_invalid_total %v, want %v", got, want)
+	}
+
+	// Terminated, not redelivered: four deliveries for four messages, none
+	// waiting for an ack, and no third termination.
+	c, err := js.Consumer(ctx, evv1.StreamName, "results-api-scans")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		info, err := c.Info(ctx)
+		return err == nil && info.AckFloor.Consumer == 4
+	})
+	info, err := c.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Delivered.Consumer != 4 || info.Delivered.Stream != 4 || info.NumRedelivered != 0 || info.NumAckPending != 0 || info.NumPending != 0 {
+		t.Errorf("consumer delivered %d (stream %d), redelivered %d, ack pending %d, pending %d; want 4, 4, 0, 0, 0",
+			info.Delivered.Consumer, info.Delivered.Stream, info.NumRedelivered, info.NumAckPending, info.NumPending)
+	}
+	if m, err := terminated.NextMsg(200 * time.Millisecond); err == nil {
+		t.Errorf("a third termination: %s", m.Data)
+	}
+
+	// One warning per forged event, with subject, id and reason, and no
+	// payload in any line.
+	warned := map[string]string{}
+	for _, l := range logs.lines(t) {
+		if l["msg"] == "drop invalid event" {
+			if l["level"] != "WARN" || l["subject"] != evv1.SubjectJobDone {
+				t.Errorf("log line %v", l)
+			}
+			warned[l["id"].(string)] = l["reason"].(string)
+		}
+	}
+	if len(warned) != 2 || warned["forged-future"] != evv1.ReasonTime || warned["forged-source"] != evv1.ReasonSource ||
+		logs.count(`"msg":"drop invalid event"`) != 2 {
+		t.Errorf("warnings %v (%d lines), want forged-future: time, forged-source: source, once each", warned, logs.count(`"msg":"drop invalid event"`))
+	}
+	if logs.count(marker) != 0 {
+		t.Error("a log line holds the payload")
+	}
+}
+
+// TestForgedReportEventIsNotBroadcast covers the fan-out's own subjects: a
+// report.deleted from the wrong source reaches no browser and is counted;
+// the valid one after it is forwarded.
+func TestForgedReportEventIsNotBroadcast(t *testing.T) {
+	ns, url := natstest.StartT(t)
+	srv := apitest.Start(t, apitest.WithNATS(url))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, strings.Replace(srv.URL, "http", "ws", 1)+"/api/v1/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if _, err := evv1.EnsureStream(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return fanOutSubscribed(t, ns) })
+
+	forged, valid := bomtest.Digest(8), bomtest.Digest(9)
+	publish(ctx, t, js, evv1.SubjectReportDeleted, evv1.SourceOperator, evv1.TypeReportDeleted, "forged", time.Now(), evv1.ReportDeleted{Digest: forged})
+	publish(ctx, t, js, evv1.SubjectReportDeleted, evv1.SourceResultsAPI, evv1.TypeReportDeleted, "valid", time.Now(), evv1.ReportDeleted{Digest: valid})
+	_, msg, err := ws.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Type string
+		ID   string
+		Data api.ReportDeleted
+	}
+	if err := json.Unmarshal(msg, &m); err != nil || m.Type != "report.deleted" || m.ID != "valid" || m.Data.Digest != valid {
+		t.Fatalf("first frame %s (%v), want the valid report.deleted", msg, err)
+	}
+	want := map[string]float64{`reason="source",subject="crowsnest.report.deleted"`: 1}
+	if got := invalidCounts(t, srv); !equalCounts(got, want) {
+		t.Errorf("crowsnest_events_invalid_total %v, want %v", got, want)
+	}
+}
+
+func publish(ctx context.Context, t *testing.T, js jetstream.JetStream, subject, source, typ, id string, at time.Time, payload any) {
+	t.Helper()
+	ev, err := evv1.New(source, typ, id, "", at, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, subject, data, jetstream.WithMsgID(id)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func scan(t *testing.T, srv *apitest.Server, digest string) api.ScanStatus {
+	t.Helper()
+	resp, err := srv.Client().Get(srv.URL + "/api/v1/scans")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var l api.ScanList
+	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range l.Items {
+		if string(s.Digest) == digest {
+			return s
+		}
+	}
+	return api.ScanStatus{}
+}
+
+func scanState(t *testing.T, srv *apitest.Server, digest string) api.ScanState {
+	t.Helper()
+	return scan(t, srv, digest).Status
+}
+
+// invalidCounts scrapes /metrics for crowsnest_events_invalid_total, keyed
+// by its label set.
+func invalidCounts(t *testing.T, srv *apitest.Server) map[string]float64 {
+	t.Helper()
+	resp, err := srv.Client().Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "crowsnest_events_invalid_total{")
+		if !ok {
+			continue
+		}
+		labels, value, _ := strings.Cut(line, "} ")
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			t.Fatalf("metric line %q: %v", sc.Text(), err)
+		}
+		got[labels] = v
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func equalCounts(a, b map[string]float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// syncBuffer collects the API's JSON log lines from many goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) count(s string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Count(b.buf.String(), s)
+}
+
+func (b *syncBuffer) lines(t *testing.T) []map[string]any {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
