@@ -21,7 +21,7 @@ func (s *Stack) PrintSummary(w io.Writer, took time.Duration) {
 			s.NATS.URL(), s.NATS.URL(), s.NATS.PasswordFile(eventsv1.UserReader))
 		fmt.Fprintf(&b, "  Postgres      %s\n", s.Postgres.URL)
 		fmt.Fprintf(&b, "  Operator      metrics %s\n", s.Operator.MetricsURL())
-		fmt.Fprintf(&b, "  Write token   %s\n", filepath.Join(s.Options.StateDir, "write-token"))
+		fmt.Fprintf(&b, "  Admin token   %s   (PUT/DELETE in every auth mode)\n", filepath.Join(s.Options.StateDir, "write-token"))
 	}
 	fmt.Fprintf(&b, "  Registry      %s (plain HTTP)\n", s.Registry.Host)
 	for _, img := range s.Registry.Images {
