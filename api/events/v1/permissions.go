@@ -79,7 +79,7 @@ func Permissions(u User) Permission {
 		sub = []string{inbox, SubjectReportDeleted}
 	case UserResultsAPI:
 		pub = append(append(pub, "crowsnest.report.>", SubjectFindingsChanged), ensureStream...)
-		pub = append(pub, consume...) // the operator's events
+		pub = append(pub, consume...)         // the operator's events
 		sub = []string{inbox, StreamSubjects} // every replica fans every event out to its WebSocket clients
 	case UserMatcher:
 		pub = append(append(pub, SubjectVulnDBUpdated, SubjectRematchDone), ensureStream...)

@@ -9,8 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 )
@@ -38,6 +40,7 @@ type JetStream struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	timeout time.Duration
+	log     logr.Logger
 
 	mu      sync.Mutex
 	ensured bool
@@ -67,7 +70,7 @@ func Connect(url string, timeout time.Duration, opts ...nats.Option) (*JetStream
 		nc.Close()
 		return nil, fmt.Errorf("jetstream context: %w", err)
 	}
-	p := &JetStream{nc: nc, js: js, timeout: timeout}
+	p := &JetStream{nc: nc, js: js, timeout: timeout, log: logf.Log.WithName("bus")}
 	nc.SetReconnectHandler(func(*nats.Conn) { p.setEnsured(false) })
 	return p, nil
 }

@@ -230,7 +230,7 @@ func scan(t *testing.T, srv *apitest.Server, digest string) api.ScanStatus {
 		t.Fatal(err)
 	}
 	for _, s := range l.Items {
-		if string(s.Digest) == digest {
+		if s.Digest == digest {
 			return s
 		}
 	}
