@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/workload"
 )
 
@@ -21,7 +22,7 @@ import (
 // projected token, the scan service account's token not bound to a Pod, the
 // token of a scan Pod that has finished — is refused for PUT and DELETE,
 // and the stored report is unchanged. It runs after TestScanLifecycle (file
-// order), whose reports and finished scan Pods it uses.
+// order), whose alpine report it tries to overwrite.
 func TestUploadsOnlyFromTheirScan(t *testing.T) {
 	needFull(t)
 	if shared.Options.UploadToken != "serviceaccount" {
@@ -54,8 +55,8 @@ func TestUploadsOnlyFromTheirScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	finished, finishedDigest := finishedScanPod(ctx, t, "e2e-scan")
-	finishedToken, err := shared.ServiceAccountToken(ctx, "e2e-scan", finished.Spec.ServiceAccountName, finished.Name, string(finished.UID))
+	finished, finishedDigest := finishedScanPod(ctx, t, ns)
+	finishedToken, err := shared.ServiceAccountToken(ctx, ns, finished.Spec.ServiceAccountName, finished.Name, string(finished.UID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,25 +99,45 @@ func TestUploadsOnlyFromTheirScan(t *testing.T) {
 	}
 }
 
-// finishedScanPod returns a scan Pod of ns that has finished, and the digest
-// its Job scanned.
+// finishedScanPod has the operator scan a new digest in ns and returns the
+// scan Pod once its Job has finished (before the Job's TTL removes it), and
+// the digest.
 func finishedScanPod(ctx context.Context, t *testing.T, ns string) (corev1.Pod, string) {
 	t.Helper()
-	pods, err := shared.Cluster.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name"})
+	b, err := registry.Variant("trust-finished")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range pods.Items {
-		if p.Status.Phase != corev1.PodSucceeded || len(p.OwnerReferences) == 0 {
-			continue
-		}
-		job, err := shared.Cluster.Client.BatchV1().Jobs(ns).Get(ctx, p.OwnerReferences[0].Name, metav1.GetOptions{})
-		if err == nil && job.Annotations["crowsnest.dev/digest"] != "" {
-			return p, job.Annotations["crowsnest.dev/digest"]
-		}
+	img, err := shared.Registry.Push(ctx, b)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no finished scan Pod in %s (TestScanLifecycle runs first)", ns)
-	return corev1.Pod{}, ""
+	if err := shared.Client.Create(ctx, workload.Scanner(ns, 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := shared.Client.Create(ctx, workload.Pod(ns, "finished", img.Ref(), false)); err != nil {
+		t.Fatal(err)
+	}
+	var pod corev1.Pod
+	eventually(t, 2*time.Minute, "a finished scan Job", func() error {
+		jobs, err := shared.Cluster.Client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs.Items {
+			if j.Annotations["crowsnest.dev/digest"] != img.Digest || j.Status.Succeeded == 0 {
+				continue
+			}
+			pods, err := shared.Cluster.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + j.Name})
+			if err != nil || len(pods.Items) == 0 {
+				return fmt.Errorf("job %s finished, its Pod not listed yet: %v", j.Name, err)
+			}
+			pod = pods.Items[0]
+			return nil
+		}
+		return fmt.Errorf("no finished scan Job for %s yet", img.Digest)
+	})
+	return pod, img.Digest
 }
 
 func write(ctx context.Context, t *testing.T, method, digest, token string, body []byte) int {
