@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -30,9 +29,12 @@ var renderCases = []renderCase{
 		want: []string{"Deployment/crowsnest-operator", "Deployment/crowsnest-results-api", "StatefulSet/crowsnest-nats",
 			"StatefulSet/crowsnest-postgres", "Secret/crowsnest-postgres", "Secret/crowsnest-results-api-write-token",
 			"Secret/crowsnest-nats-users", "Secret/crowsnest-nats-config",
-			"ClusterRole/crowsnest-operator", "CustomResourceDefinition/scanners.crowsnest.dev"},
+			"ClusterRole/crowsnest-operator", "CustomResourceDefinition/scanners.crowsnest.dev",
+			"ClusterRole/crowsnest-admin", "ClusterRole/crowsnest-view"},
+		// No scan namespaces: static admin token only, so results-api has no
+		// API access, and no scan ServiceAccount is created anywhere.
 		absent: []string{"ServiceMonitor", "PrometheusRule", "NetworkPolicy", "Ingress", "Scanner", "ConfigMap",
-			"ClusterRole/crowsnest-results-api-tokenreview"}, // no scan namespaces: static write token only
+			"ClusterRole/crowsnest-results-api", "ClusterRoleBinding/crowsnest-results-api", "ServiceAccount/crowsnest-scan"},
 	},
 	{
 		name:   "NATS users from an existing Secret",
@@ -86,13 +88,13 @@ var renderCases = []renderCase{
 		name: "everything on",
 		args: []string{"-f", "test/chart/testdata/values-everything.yaml", "--api-versions", "monitoring.coreos.com/v1"},
 		want: []string{"Scanner/team-a/default", "Scanner/team-b/default", "ServiceAccount/team-a/crowsnest-scan",
-			"ClusterRole/crowsnest-results-api-tokenreview", "Ingress/crowsnest-results-api",
+			"ClusterRole/crowsnest-results-api", "ClusterRoleBinding/crowsnest-results-api", "Ingress/crowsnest-results-api",
 			"ServiceMonitor/crowsnest-results-api", "NetworkPolicy/crowsnest-nats"},
 	},
 }
 
 func TestRenderedChart(t *testing.T) {
-	allowed := allowedRBAC(t)
+	policy := rbacPolicy(t, "crowsnest")
 	applier, err := NewApplier(apiCfg)
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +128,7 @@ func TestRenderedChart(t *testing.T) {
 			}
 			problems = append(problems, CheckImages(pods)...)
 			problems = append(problems, CheckManifestSecrets(objs, pods)...)
-			rbacProblems, err := CheckRBAC(objs, allowed)
+			rbacProblems, err := CheckRBAC(objs, policy)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -263,20 +265,25 @@ func TestResultsAPIReadsDatabaseFromSecret(t *testing.T) {
 	}
 }
 
-// allowedRBAC is what each role of the chart may grant: the operator's
-// generated ClusterRole and leader-election Role, and results-api's TokenReview.
-func allowedRBAC(t *testing.T) map[string][]rbacv1.PolicyRule {
+// rbacPolicy is exactly what each role of release holds: the operator's
+// generated ClusterRole and leader-election Role, results-api's
+// authorization, and the admin and view roles for people.
+func rbacPolicy(t *testing.T, release string) map[string]RolePolicy {
 	t.Helper()
-	allowed := map[string][]rbacv1.PolicyRule{"ClusterRole/crowsnest-results-api-tokenreview": TokenReviewRules}
+	policy := map[string]RolePolicy{
+		"ClusterRole/" + release + "-results-api": {Rules: ResultsAPIRules},
+		"ClusterRole/" + release + "-admin":       {Rules: AdminRules},
+		"ClusterRole/" + release + "-view":        {Rules: ViewRules, AggregateTo: []string{"view"}},
+	}
 	for id, file := range map[string]string{
-		"ClusterRole/crowsnest-operator":          OperatorRole,
-		"Role/crowsnest-operator-leader-election": LeaderElectionRole,
+		"ClusterRole/" + release + "-operator":          OperatorRole,
+		"Role/" + release + "-operator-leader-election": LeaderElectionRole,
 	} {
 		rules, err := LoadRole(filepath.Join(repoRoot, file))
 		if err != nil {
 			t.Fatal(err)
 		}
-		allowed[id] = rules
+		policy[id] = RolePolicy{Rules: rules}
 	}
-	return allowed
+	return policy
 }

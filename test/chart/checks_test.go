@@ -78,37 +78,52 @@ func toObj(t *testing.T, obj runtime.Object, kind string) *unstructured.Unstruct
 }
 
 func TestCheckRBAC(t *testing.T) {
-	generated := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}}
+	generated := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}}
 	role := &rbacv1.ClusterRole{Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"*"}, Resources: []string{"pods"}, Verbs: []string{"get"}},
 	}}
 	role.Name = "operator"
-	leader := &rbacv1.Role{Rules: []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"update"}}}}
+	leader := &rbacv1.Role{Rules: []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update"}}}}
 	leader.Name = "leader"
 	binding := &rbacv1.ClusterRoleBinding{RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "cluster-admin"},
 		Subjects: []rbacv1.Subject{{Kind: "User", Name: "mallory"}}}
 	binding.Name = "admin"
 	stray := &rbacv1.Role{Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}}
 	stray.Name = "stray"
+	reports := []rbacv1.PolicyRule{{APIGroups: []string{"crowsnest.dev"}, Resources: []string{"reports"}, Verbs: []string{"get"}}}
+	// Read access folded into edit, where only view was meant, and an admin
+	// role folded into view: every namespace viewer would hold it.
+	view := &rbacv1.ClusterRole{Rules: reports}
+	view.Name = "view"
+	view.Labels = map[string]string{"rbac.authorization.k8s.io/aggregate-to-edit": "true"}
+	admin := &rbacv1.ClusterRole{Rules: reports}
+	admin.Name = "people-admin"
+	admin.Labels = map[string]string{"rbac.authorization.k8s.io/aggregate-to-view": "true"}
 	problems, err := CheckRBAC([]*unstructured.Unstructured{
 		toObj(t, role, "ClusterRole"), toObj(t, leader, "Role"), toObj(t, binding, "ClusterRoleBinding"), toObj(t, stray, "Role"),
-	}, map[string][]rbacv1.PolicyRule{
-		"ClusterRole/operator": generated,
-		"Role/leader":          {{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update"}}},
+		toObj(t, view, "ClusterRole"), toObj(t, admin, "ClusterRole"),
+	}, map[string]RolePolicy{
+		"ClusterRole/operator":     {Rules: generated},
+		"Role/leader":              {Rules: []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update"}}}},
+		"ClusterRole/view":         {Rules: reports, AggregateTo: []string{"view"}},
+		"ClusterRole/people-admin": {Rules: reports},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := strings.Join(problems, "\n")
-	for _, want := range []string{"get core/secrets beyond", "wildcard", "cluster-admin, which the chart does not define", "User mallory", "Role/stray grants get core/configmaps"} {
+	for _, want := range []string{"get core/secrets beyond", "wildcard", "ClusterRole/operator lacks list core/pods",
+		"cluster-admin, which the chart does not define", "User mallory", "Role/stray grants get core/configmaps",
+		"ClusterRole/view is aggregated into the built-in edit role", "ClusterRole/view lacks label rbac.authorization.k8s.io/aggregate-to-view",
+		"ClusterRole/people-admin is aggregated into the built-in view role"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("problems %q miss %q", got, want)
 		}
 	}
-	if len(problems) != 5 {
-		t.Errorf("problems = %q, want 5 (pods get and leases update are allowed)", problems)
+	if len(problems) != 9 {
+		t.Errorf("problems = %q, want 9 (pods get, leases get/update and the reports rules are as they should be)", problems)
 	}
 }
 

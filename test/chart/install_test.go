@@ -106,9 +106,44 @@ func TestInstallKeepsGeneratedSecrets(t *testing.T) {
 		t.Errorf("Secrets not rendered: %v", want)
 	}
 	for _, w := range []string{"port-forward svc/crowsnest-results-api 8080:80", "kind: Scanner", `Scanner "default" in: team-a`, "crowsnest-results-api-write-token",
-		"--user reader", "get secret crowsnest-nats-users"} {
+		"--user reader", "get secret crowsnest-nats-users", "ServiceAccount crowsnest-scan",
+		"kubectl create clusterrolebinding crowsnest-admin-ci --clusterrole=crowsnest-admin --serviceaccount=ci:uploader",
+		"kubectl -n ci create token uploader --audience crowsnest-results-api", "ClusterRole crowsnest-view"} {
 		if !strings.Contains(string(notes), w) {
 			t.Errorf("NOTES lack %q:\n%s", w, notes)
+		}
+	}
+	if strings.Contains(string(notes), "cannot upload") {
+		t.Errorf("NOTES say scan Jobs cannot upload, with a scan namespace listed:\n%s", notes)
+	}
+}
+
+// TestNotesWithoutScanNamespaces: without scan namespaces only the admin
+// token writes, and NOTES.txt says so instead of offering Kubernetes tokens.
+func TestNotesWithoutScanNamespaces(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "No scan namespaces are configured (global.scan.namespaces): results-api\naccepts only the admin token, so scan Jobs cannot upload."},
+		{[]string{"--set", "global.scan.namespaces={team-a}", "--set", "resultsApi.auth.mode=static"},
+			"resultsApi.auth.mode is static: results-api accepts only the admin token, so\nscan Jobs cannot upload."},
+	} {
+		args := append([]string{"install", "crowsnest", ChartDir, "--namespace", releaseNS, "--kubeconfig", writeKubeconfig(t), "--dry-run=client"}, tt.args...)
+		out, err := RunHelm(ctx, repoRoot, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, notes, _ := strings.Cut(string(out), "\nNOTES:\n")
+		for _, w := range []string{tt.want, "get secret crowsnest-results-api-write-token", "count only in tokenreview\n  mode"} {
+			if !strings.Contains(notes, w) {
+				t.Errorf("%v: NOTES lack %q:\n%s", tt.args, w, notes)
+			}
+		}
+		if strings.Contains(notes, "create token") {
+			t.Errorf("%v: NOTES offer Kubernetes tokens in static mode:\n%s", tt.args, notes)
 		}
 	}
 }

@@ -4,16 +4,45 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
-// TokenReviewRules are results-api's only permission, in tokenreview mode:
-// checking the scan Pods' projected tokens.
-var TokenReviewRules = []rbacv1.PolicyRule{
+// ResultsAPIRules are results-api's permissions in tokenreview mode, exactly
+// what its write authorization needs (results-api/internal/authz doc.go):
+// TokenReview, SubjectAccessReview for admins, and reading one scan Pod and
+// its Job by name.
+var ResultsAPIRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+	{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
+	{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get"}},
+}
+
+// AdminRules and ViewRules are the ClusterRoles for people and CI on the
+// virtual resource reports.crowsnest.dev: the admin scope (SubjectAccessReview
+// create/delete), and reading.
+var (
+	AdminRules = []rbacv1.PolicyRule{
+		{APIGroups: []string{"crowsnest.dev"}, Resources: []string{"reports"}, Verbs: []string{"get", "list", "create", "delete"}},
+	}
+	ViewRules = []rbacv1.PolicyRule{
+		{APIGroups: []string{"crowsnest.dev"}, Resources: []string{"reports"}, Verbs: []string{"get", "list"}},
+	}
+)
+
+// aggregateLabel prefixes the labels that fold a ClusterRole into a
+// built-in one (aggregate-to-view, -edit, -admin).
+const aggregateLabel = "rbac.authorization.k8s.io/aggregate-to-"
+
+// RolePolicy is what one Role or ClusterRole of the chart must hold: exactly
+// Rules, and aggregation into exactly the built-in roles in AggregateTo.
+type RolePolicy struct {
+	Rules       []rbacv1.PolicyRule
+	AggregateTo []string // e.g. "view" for the label rbac.authorization.k8s.io/aggregate-to-view: "true"
 }
 
 // LoadRole reads the rules of a ClusterRole YAML file (the operator's
@@ -33,13 +62,16 @@ func LoadRole(path string) ([]rbacv1.PolicyRule, error) {
 	return role.Rules, nil
 }
 
-// CheckRBAC returns a problem for every permission the rendered objects grant
-// beyond allowed, which maps "Kind/name" of each Role and ClusterRole the
-// chart may define to the rules it may hold (the operator's generated files,
-// TokenReviewRules). A role not in allowed may grant nothing; wildcards,
-// aggregation and non-resource URLs are refused outright; bindings may only
-// bind the chart's own roles to ServiceAccounts.
-func CheckRBAC(objs []*unstructured.Unstructured, allowed map[string][]rbacv1.PolicyRule) ([]string, error) {
+// CheckRBAC returns a problem for every difference between the roles the
+// rendered objects define and policy, which maps "Kind/name" of each Role and
+// ClusterRole the chart may define to what it must hold (the operator's
+// generated files, ResultsAPIRules, AdminRules, ViewRules). A rendered role
+// must grant exactly its policy's permissions, no more and no fewer; a role
+// not in policy may grant nothing. Wildcards, aggregation rules and
+// non-resource URLs are refused outright, and aggregation labels must be
+// exactly the policy's. Bindings may only bind the chart's own roles to
+// ServiceAccounts.
+func CheckRBAC(objs []*unstructured.Unstructured, policy map[string]RolePolicy) ([]string, error) {
 	roles := map[string]bool{}
 	var problems []string
 	for _, o := range objs {
@@ -52,11 +84,24 @@ func CheckRBAC(objs []*unstructured.Unstructured, allowed map[string][]rbacv1.Po
 			return nil, err
 		}
 		id := kind + "/" + r.Name
+		want := policy[id]
 		if r.AggregationRule != nil {
 			problems = append(problems, id+": aggregation rules are not allowed")
 		}
+		problems = append(problems, aggregationProblems(id, r.Labels, want.AggregateTo)...)
+		granted := map[permission]bool{}
 		for _, rule := range r.Rules {
-			problems = append(problems, ruleProblems(id, rule, allowed[id])...)
+			problems = append(problems, ruleProblems(id, rule, want.Rules)...)
+			for _, p := range expand(rule) {
+				granted[p] = true
+			}
+		}
+		for _, rule := range want.Rules {
+			for _, p := range expand(rule) {
+				if !granted[p] {
+					problems = append(problems, fmt.Sprintf("%s lacks %s %s/%s", id, p.verb, groupName(p.group), p.resource))
+				}
+			}
 		}
 		roles[id] = true
 	}
@@ -81,32 +126,74 @@ func CheckRBAC(objs []*unstructured.Unstructured, allowed map[string][]rbacv1.Po
 	return problems, nil
 }
 
-// ruleProblems checks that every (group, resource, verb) a rule grants is
-// granted by one of the allowed rules.
-func ruleProblems(owner string, rule rbacv1.PolicyRule, allowed []rbacv1.PolicyRule) []string {
+// aggregationProblems: a role's aggregate-to-* labels (set to "true") must be
+// exactly want; each folds the role's rules into a built-in role that many
+// users hold.
+func aggregationProblems(owner string, labels map[string]string, want []string) []string {
 	var problems []string
-	if len(rule.NonResourceURLs) > 0 {
-		problems = append(problems, fmt.Sprintf("%s grants non-resource URLs %v", owner, rule.NonResourceURLs))
+	have := map[string]bool{}
+	for k, v := range labels {
+		target, ok := strings.CutPrefix(k, aggregateLabel)
+		if !ok {
+			continue
+		}
+		if v != "true" {
+			problems = append(problems, fmt.Sprintf("%s has label %s=%q; aggregation labels must be \"true\"", owner, k, v))
+		}
+		have[target] = true
+		if !slices.Contains(want, target) {
+			problems = append(problems, fmt.Sprintf("%s is aggregated into the built-in %s role", owner, target))
+		}
 	}
-	for _, g := range rule.APIGroups {
-		for _, res := range rule.Resources {
-			for _, v := range rule.Verbs {
-				if g == "*" || res == "*" || v == "*" {
-					problems = append(problems, fmt.Sprintf("%s grants a wildcard (%q %q %q)", owner, g, res, v))
-					continue
-				}
-				if !grants(allowed, g, res, v) {
-					problems = append(problems, fmt.Sprintf("%s grants %s %s/%s beyond what it may hold", owner, v, groupName(g), res))
-				}
-			}
+	for _, target := range want {
+		if !have[target] {
+			problems = append(problems, fmt.Sprintf("%s lacks label %s%s", owner, aggregateLabel, target))
 		}
 	}
 	return problems
 }
 
-func grants(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
+// permission is one (group, resource, verb) a rule grants.
+type permission struct{ group, resource, verb string }
+
+func expand(rule rbacv1.PolicyRule) []permission {
+	var out []permission
+	for _, g := range rule.APIGroups {
+		for _, res := range rule.Resources {
+			for _, v := range rule.Verbs {
+				out = append(out, permission{g, res, v})
+			}
+		}
+	}
+	return out
+}
+
+// ruleProblems checks that every (group, resource, verb) a rule grants is
+// granted by one of the allowed rules, and that the rule is not narrowed in
+// ways the comparison cannot see.
+func ruleProblems(owner string, rule rbacv1.PolicyRule, allowed []rbacv1.PolicyRule) []string {
+	var problems []string
+	if len(rule.NonResourceURLs) > 0 {
+		problems = append(problems, fmt.Sprintf("%s grants non-resource URLs %v", owner, rule.NonResourceURLs))
+	}
+	if len(rule.ResourceNames) > 0 {
+		problems = append(problems, fmt.Sprintf("%s has resourceNames %v, which this check does not compare", owner, rule.ResourceNames))
+	}
+	for _, p := range expand(rule) {
+		if p.group == "*" || p.resource == "*" || p.verb == "*" {
+			problems = append(problems, fmt.Sprintf("%s grants a wildcard (%q %q %q)", owner, p.group, p.resource, p.verb))
+			continue
+		}
+		if !grants(allowed, p) {
+			problems = append(problems, fmt.Sprintf("%s grants %s %s/%s beyond what it may hold", owner, p.verb, groupName(p.group), p.resource))
+		}
+	}
+	return problems
+}
+
+func grants(rules []rbacv1.PolicyRule, p permission) bool {
 	for _, r := range rules {
-		if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) {
+		if slices.Contains(r.APIGroups, p.group) && slices.Contains(r.Resources, p.resource) && slices.Contains(r.Verbs, p.verb) {
 			return true
 		}
 	}

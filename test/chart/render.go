@@ -67,7 +67,12 @@ func RunHelm(ctx context.Context, root string, args ...string) ([]byte, error) {
 // given extra helm arguments (--set, -f, --api-versions) and returns every
 // object, CRDs included.
 func Template(ctx context.Context, root, ns string, args ...string) ([]*unstructured.Unstructured, error) {
-	base := []string{"template", "crowsnest", ChartDir, "--namespace", ns, "--include-crds", "--kube-version", KubeVersion}
+	return TemplateRelease(ctx, root, "crowsnest", ns, args...)
+}
+
+// TemplateRelease is Template for a release of another name.
+func TemplateRelease(ctx context.Context, root, release, ns string, args ...string) ([]*unstructured.Unstructured, error) {
+	base := []string{"template", release, ChartDir, "--namespace", ns, "--include-crds", "--kube-version", KubeVersion}
 	out, err := RunHelm(ctx, root, append(base, args...)...)
 	if err != nil {
 		return nil, err

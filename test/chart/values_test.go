@@ -37,6 +37,11 @@ func TestRejectedValues(t *testing.T) {
 			"--set", "global.nats.credentials.resultsApi.user=api"}, "resultsApi"},
 		{"NATS password Secret without a user", []string{"--set", "nats.enabled=false", "--set", "global.nats.url=nats://n:4222",
 			"--set", "global.nats.credentials.resultsApi.passwordSecret.name=api"}, "resultsApi"},
+		{"scan Pods as the default ServiceAccount", []string{"--set", "global.scan.serviceAccount=default"}, "/global/scan/serviceAccount"},
+		{"no scan ServiceAccount", []string{"--set", "global.scan.serviceAccount="}, "/global/scan/serviceAccount"},
+		// The templates refuse it too, for renders that skip the schema.
+		{"default ServiceAccount without the schema", []string{"--skip-schema-validation", "--set", "global.scan.serviceAccount=default"},
+			"must name a dedicated ServiceAccount"},
 		{"NATS creds and a user at once", []string{"--set", "nats.enabled=false", "--set", "global.nats.url=nats://n:4222",
 			"--set", "global.nats.credentials.operator.credsSecret.name=op", "--set", "global.nats.credentials.operator.user=op",
 			"--set", "global.nats.credentials.operator.passwordSecret.name=op"}, "operator"},

@@ -201,13 +201,28 @@ mode 0440 (root and the Pod's fsGroup).
 {{- end -}}
 
 {{/*
-crowsnest.allowedServiceAccounts: the writers results-api accepts in
-tokenreview mode: the scan ServiceAccount of every global.scan namespace,
-plus resultsApi.auth.extraAllowedServiceAccounts. Call with the results-api
-subchart's context.
+crowsnest.scanServiceAccount: the ServiceAccount scan Pods run as
+(global.scan.serviceAccount). Never empty or "default": every Pod of a
+namespace may run as its default ServiceAccount, and results-api accepts
+uploads only from Pods running as this one. Call with any context that has
+.Values.global.
+*/}}
+{{- define "crowsnest.scanServiceAccount" -}}
+{{- $sa := .Values.global.scan.serviceAccount -}}
+{{- if or (not $sa) (eq $sa "default") -}}
+{{- fail "global.scan.serviceAccount must name a dedicated ServiceAccount (e.g. crowsnest-scan), not be empty or \"default\"" -}}
+{{- end -}}
+{{- $sa -}}
+{{- end -}}
+
+{{/*
+crowsnest.allowedServiceAccounts: the namespaces whose scan Pods results-api
+accepts uploads from in tokenreview mode: the scan ServiceAccount of every
+global.scan namespace, plus resultsApi.auth.extraAllowedServiceAccounts.
+Call with the results-api subchart's context.
 */}}
 {{- define "crowsnest.allowedServiceAccounts" -}}
-{{- $sa := .Values.global.scan.serviceAccount | default "default" -}}
+{{- $sa := include "crowsnest.scanServiceAccount" . -}}
 {{- $out := list -}}
 {{- range .Values.global.scan.namespaces }}{{ $out = append $out (printf "%s/%s" . $sa) }}{{ end -}}
 {{- join "," (concat $out .Values.auth.extraAllowedServiceAccounts) -}}

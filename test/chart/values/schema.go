@@ -46,6 +46,10 @@ func Schema() ([]byte, error) {
 	tag := img["properties"].(map[string]any)["tag"].(map[string]any)
 	tag["not"] = map[string]any{"const": "latest"}
 
+	// Scan Pods never run as a namespace's default ServiceAccount, which
+	// every other Pod there may use too.
+	prop(defs, "Scan", "serviceAccount")["not"] = map[string]any{"const": "default"}
+
 	// A component authenticates to an external NATS with a .creds file, or
 	// with a user and its password, never both.
 	set := map[string]any{"minLength": 1}

@@ -22,8 +22,8 @@ type Global struct {
 
 // Scan says where scan Jobs run and as whom.
 type Scan struct {
-	Namespaces     []string `json:"namespaces" jsonschema:"description=Namespaces Crowsnest scans: their scan Pods may upload and defaultScanner creates Scanners there"`
-	ServiceAccount string   `json:"serviceAccount" jsonschema:"description=ServiceAccount of scan Pods; empty uses each namespace's default,pattern=^$|^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"`
+	Namespaces     []string `json:"namespaces" jsonschema:"description=Namespaces Crowsnest scans: their scan Pods may upload and defaultScanner creates Scanners there; empty: only the admin token may write"`
+	ServiceAccount string   `json:"serviceAccount" jsonschema:"description=ServiceAccount scan Pods run as; the chart creates it without permissions in every scan namespace; never default,pattern=^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$,maxLength=253"`
 }
 
 // ExternalNATS points at a NATS server when the bundled one is disabled, and
@@ -117,8 +117,8 @@ type ResultsAPI struct {
 
 // Auth is how results-api checks writers.
 type Auth struct {
-	Mode                        string   `json:"mode" jsonschema:"enum=,enum=static,enum=tokenreview"`
-	ExtraAllowedServiceAccounts []string `json:"extraAllowedServiceAccounts" jsonschema:"description=More writers in tokenreview mode"`
+	Mode                        string   `json:"mode" jsonschema:"description=static: only the admin token writes; tokenreview: also scan Pods and those bound to <release>-admin; empty: tokenreview when there are scan namespaces,enum=,enum=static,enum=tokenreview"`
+	ExtraAllowedServiceAccounts []string `json:"extraAllowedServiceAccounts" jsonschema:"description=More namespaces whose scan Pods may upload (namespace/name or namespace/*); CI binds <release>-admin instead"`
 }
 
 // Service of results-api.
@@ -126,9 +126,10 @@ type Service struct {
 	Type string `json:"type" jsonschema:"enum=ClusterIP,enum=NodePort,enum=LoadBalancer"`
 }
 
-// WriteToken is the bearer token for writers other than scan Jobs.
+// WriteToken is the static admin token (results-api --admin-token-file):
+// writers other than scan Jobs, in every auth mode.
 type WriteToken struct {
-	ExistingSecret string `json:"existingSecret" jsonschema:"description=Secret holding the token; empty generates one"`
+	ExistingSecret string `json:"existingSecret" jsonschema:"description=Secret holding the static admin token; empty generates <release>-results-api-write-token"`
 	Key            string `json:"key" jsonschema:"minLength=1"`
 }
 

@@ -1,0 +1,268 @@
+package charttest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/crowsnest-dev/crowsnest/test/support/kubetest"
+)
+
+// subject is who a SubjectAccessReview asks about.
+type subject struct {
+	user   string
+	groups []string
+}
+
+func person(name string) subject {
+	return subject{user: name, groups: []string{"system:authenticated"}}
+}
+
+// serviceAccount is a ServiceAccount as TokenReview reports it.
+func serviceAccount(ns, name string) subject {
+	return subject{user: "system:serviceaccount:" + ns + ":" + name,
+		groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
+}
+
+// access is one question to the API server's authorizer: may who verb
+// group/resource in namespace ("" = cluster-wide)?
+type access struct {
+	who                              subject
+	namespace, verb, group, resource string
+	want                             bool
+}
+
+func (a access) String() string {
+	where := "cluster-wide"
+	if a.namespace != "" {
+		where = "in " + a.namespace
+	}
+	resource := a.resource
+	if a.group != "" {
+		resource += "." + a.group
+	}
+	return fmt.Sprintf("%s %s %s %s", a.who.user, a.verb, resource, where)
+}
+
+func can(ctx context.Context, cs kubernetes.Interface, a access) (bool, error) {
+	res, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+		User: a.who.user, Groups: a.who.groups,
+		ResourceAttributes: &authzv1.ResourceAttributes{Namespace: a.namespace, Verb: a.verb, Group: a.group, Resource: a.resource},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return false, fmt.Errorf("subjectaccessreview %s: %w", a, err)
+	}
+	return res.Status.Allowed, nil
+}
+
+// checkAccess waits until every granted access is allowed (RBAC reaches the
+// authorizer through an informer, aggregation through a controller), then
+// checks that every other one is denied: RBAC only adds, so once the grants
+// are seen the denials are final.
+func checkAccess(ctx context.Context, t *testing.T, cs kubernetes.Interface, checks []access) {
+	t.Helper()
+	pending := map[int]error{} // index in checks -> last error, if any
+	for i, a := range checks {
+		if a.want {
+			pending[i] = nil
+		}
+	}
+	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		for i := range pending {
+			ok, err := can(ctx, cs, checks[i])
+			if ok {
+				delete(pending, i)
+			} else {
+				pending[i] = err
+			}
+		}
+		return len(pending) == 0, nil
+	})
+	for i, a := range checks {
+		if err, denied := pending[i]; denied {
+			t.Errorf("%s: denied, want allowed (%v)", a, err)
+		}
+	}
+	for _, a := range checks {
+		if a.want {
+			continue
+		}
+		if ok, err := can(ctx, cs, a); err != nil {
+			t.Error(err)
+		} else if ok {
+			t.Errorf("%s: allowed, want denied", a)
+		}
+	}
+}
+
+// TestRBACOnAPIServer applies the RBAC of a tokenreview-mode release to the
+// real kube-apiserver, binds people the way NOTES.txt says, and asks the
+// server's own authorizer (SubjectAccessReview, as results-api does) who may
+// do what. With kube-controller-manager's ClusterRole aggregation running,
+// the built-in view, edit and admin roles read reports too.
+func TestRBACOnAPIServer(t *testing.T) {
+	const release, ns, apps, other = "trust", "trust-system", "trust-apps", "trust-other"
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cs, err := kubernetes.NewForConfig(apiCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applier, err := NewApplier(apiCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{ns, apps, other, "ci"} {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objs, err := TemplateRelease(ctx, repoRoot, release, ns, "--set", "global.scan.namespaces={"+apps+"}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rbacKinds := []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+	for _, o := range objs {
+		if slices.Contains(rbacKinds, o.GetKind()) {
+			if err := applier.Apply(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	bind(ctx, t, cs, apps, "alice-view", release+"-view", rbacv1.Subject{Kind: rbacv1.UserKind, Name: "alice"})
+	bind(ctx, t, cs, "", "bob-admin", release+"-admin", rbacv1.Subject{Kind: rbacv1.UserKind, Name: "bob"})
+	bind(ctx, t, cs, "", "ci-admin", release+"-admin", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "uploader", Namespace: "ci"})
+
+	const reports, crowsnest = "reports", "crowsnest.dev"
+	alice, bob, ci := person("alice"), person("bob"), serviceAccount("ci", "uploader")
+	api, scan := serviceAccount(ns, release+"-results-api"), serviceAccount(apps, "crowsnest-scan")
+	checkAccess(ctx, t, cs, []access{
+		// A viewer bound in one namespace reads that namespace's reports only.
+		{alice, apps, "list", crowsnest, reports, true},
+		{alice, apps, "get", crowsnest, reports, true},
+		{alice, apps, "delete", crowsnest, reports, false},
+		{alice, apps, "create", crowsnest, reports, false},
+		{alice, other, "list", crowsnest, reports, false},
+		{alice, "", "list", crowsnest, reports, false},
+		{alice, "", "create", crowsnest, reports, false}, // results-api's admin check
+		// Admins hold the admin scope cluster-wide, people and CI alike.
+		{bob, "", "create", crowsnest, reports, true},
+		{bob, "", "delete", crowsnest, reports, true},
+		{bob, "", "list", crowsnest, reports, true},
+		{ci, "", "create", crowsnest, reports, true},
+		{ci, "", "delete", crowsnest, reports, true},
+		// results-api: reviews, and one scan Pod and Job by name; nothing more.
+		{api, "", "create", "authentication.k8s.io", "tokenreviews", true},
+		{api, "", "create", "authorization.k8s.io", "subjectaccessreviews", true},
+		{api, apps, "get", "", "pods", true},
+		{api, apps, "get", "batch", "jobs", true},
+		{api, apps, "list", "", "pods", false},
+		{api, apps, "watch", "", "pods", false},
+		{api, apps, "delete", "", "pods", false},
+		{api, apps, "list", "batch", "jobs", false},
+		{api, apps, "list", "", "secrets", false},
+		{api, "", "list", "", "secrets", false},
+		{api, apps, "get", "", "secrets", false},
+		{api, apps, "get", "", "configmaps", false},
+		{api, "", "create", crowsnest, reports, false}, // results-api is no admin itself
+		// The scan Pods' ServiceAccount holds nothing at all.
+		{scan, apps, "get", "", "pods", false},
+		{scan, apps, "list", crowsnest, reports, false},
+		{scan, "", "create", crowsnest, reports, false},
+		{scan, "", "create", "authorization.k8s.io", "subjectaccessreviews", false},
+		{scan, "", "create", "authentication.k8s.io", "tokenreviews", false},
+	})
+
+	// Whoever holds the built-in view, edit or admin role in a namespace
+	// reads its reports, through <release>-view's aggregation label.
+	startAggregationController(t)
+	for user, role := range map[string]string{"dave": "view", "erin": "edit", "frank": "admin"} {
+		bind(ctx, t, cs, apps, user+"-"+role, role, rbacv1.Subject{Kind: rbacv1.UserKind, Name: user})
+	}
+	dave, erin, frank := person("dave"), person("erin"), person("frank")
+	checkAccess(ctx, t, cs, []access{
+		{dave, apps, "list", crowsnest, reports, true},
+		{dave, apps, "get", crowsnest, reports, true},
+		{erin, apps, "list", crowsnest, reports, true},
+		{frank, apps, "list", crowsnest, reports, true},
+		{dave, other, "list", crowsnest, reports, false},
+		{dave, apps, "delete", crowsnest, reports, false},
+		{erin, apps, "delete", crowsnest, reports, false},
+		{frank, apps, "delete", crowsnest, reports, false},
+		{frank, "", "create", crowsnest, reports, false},
+	})
+}
+
+// bind binds a ClusterRole to subject: in namespace with a RoleBinding, or
+// cluster-wide ("") with a ClusterRoleBinding (kubectl create
+// rolebinding/clusterrolebinding --clusterrole=...).
+func bind(ctx context.Context, t *testing.T, cs kubernetes.Interface, namespace, name, clusterRole string, s rbacv1.Subject) {
+	t.Helper()
+	meta := metav1.ObjectMeta{Name: name, Namespace: namespace}
+	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole}
+	if s.Kind != rbacv1.ServiceAccountKind {
+		s.APIGroup = rbacv1.GroupName
+	}
+	var err error
+	if namespace == "" {
+		_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: meta, RoleRef: ref, Subjects: []rbacv1.Subject{s}}, metav1.CreateOptions{})
+	} else {
+		_, err = cs.RbacV1().RoleBindings(namespace).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta, RoleRef: ref, Subjects: []rbacv1.Subject{s}}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startAggregationController runs kube-controller-manager with only the
+// ClusterRole aggregation controller (what folds labelled roles into view,
+// edit and admin in a real cluster) until the test ends.
+func startAggregationController(t *testing.T) {
+	t.Helper()
+	dir, err := kubetest.AssetsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(t.TempDir(), "kube-controller-manager.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(dir, "kube-controller-manager"),
+		"--kubeconfig="+writeKubeconfig(t), "--controllers=clusterrole-aggregation-controller",
+		"--leader-elect=false", "--secure-port=0")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start kube-controller-manager from %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var exit error // "signal: terminated" is the normal end
+		select {
+		case exit = <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			exit = <-done
+		}
+		_ = logFile.Close()
+		if t.Failed() {
+			out, _ := os.ReadFile(logPath)
+			t.Logf("kube-controller-manager (%v) log:\n%s", exit, out)
+		}
+	})
+}

@@ -1,0 +1,223 @@
+package charttest
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// TestScanServiceAccount: scan Pods never run as a namespace's default
+// ServiceAccount. The operator and results-api get the same name, results-api
+// accepts uploads only from it in the scan namespaces, and the chart creates
+// it there, permissionless and without an API token.
+func TestScanServiceAccount(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tests := []struct {
+		name       string
+		args       []string
+		sa         string
+		namespaces []string
+		allowed    string // --allowed-service-accounts; empty: static mode
+	}{
+		{name: "defaults, no scan namespaces", sa: "crowsnest-scan"},
+		{name: "scan namespaces", args: []string{"--set", "global.scan.namespaces={team-a,team-b}"},
+			sa: "crowsnest-scan", namespaces: []string{"team-a", "team-b"}, allowed: "team-a/crowsnest-scan,team-b/crowsnest-scan"},
+		{name: "own name and an extra namespace", args: []string{"--set", "global.scan.namespaces={team-a}", "--set", "global.scan.serviceAccount=scan-bot",
+			"--set", "resultsApi.auth.extraAllowedServiceAccounts={team-c/scan-bot}"},
+			sa: "scan-bot", namespaces: []string{"team-a"}, allowed: "team-a/scan-bot,team-c/scan-bot"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs, err := Template(ctx, repoRoot, releaseNS, tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			operator := container(t, objs, "Deployment/crowsnest-operator")
+			if !slices.Contains(operator.Args, "--scan-service-account="+tt.sa) {
+				t.Errorf("operator args %q lack --scan-service-account=%s", operator.Args, tt.sa)
+			}
+			api := container(t, objs, "Deployment/crowsnest-results-api")
+			if got := envValue(api, "CROWSNEST_SCAN_SERVICE_ACCOUNT"); got != tt.sa {
+				t.Errorf("results-api CROWSNEST_SCAN_SERVICE_ACCOUNT = %q, want %q", got, tt.sa)
+			}
+			mode, allowed := "static", ""
+			if tt.allowed != "" {
+				mode, allowed = "tokenreview", "--allowed-service-accounts="+tt.allowed
+			}
+			wantArgs := []string{"--auth-mode=" + mode, "--admin-token-file=/var/run/secrets/crowsnest/admin-token/token"}
+			if allowed != "" {
+				wantArgs = append(wantArgs, allowed, "--token-audience=crowsnest-results-api")
+			}
+			for _, a := range wantArgs {
+				if !slices.Contains(api.Args, a) {
+					t.Errorf("results-api args %q lack %s", api.Args, a)
+				}
+			}
+			// No matcher exists yet: nobody holds the rematch scope.
+			for _, a := range api.Args {
+				if strings.HasPrefix(a, "--rematch-service-accounts") || (allowed == "" && strings.HasPrefix(a, "--allowed-service-accounts")) {
+					t.Errorf("results-api has %s", a)
+				}
+			}
+			if envValue(api, "CROWSNEST_REMATCH_SERVICE_ACCOUNTS") != "" {
+				t.Error("results-api has CROWSNEST_REMATCH_SERVICE_ACCOUNTS")
+			}
+
+			var created []string
+			for _, o := range objs {
+				if o.GetKind() != "ServiceAccount" || o.GetNamespace() == releaseNS {
+					continue
+				}
+				var sa corev1.ServiceAccount
+				if err := fromUnstructured(o, &sa); err != nil {
+					t.Fatal(err)
+				}
+				if sa.Name != tt.sa || sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
+					t.Errorf("ServiceAccount %s/%s (automount %v), want %s without an API token", sa.Namespace, sa.Name, sa.AutomountServiceAccountToken, tt.sa)
+				}
+				created = append(created, sa.Namespace)
+			}
+			if !slices.Equal(created, tt.namespaces) {
+				t.Errorf("scan ServiceAccount created in %q, want %q", created, tt.namespaces)
+			}
+		})
+	}
+}
+
+// TestRBACPerMode pins results-api's ClusterRole to exactly ResultsAPIRules,
+// bound to its own ServiceAccount only, in tokenreview mode, and to nothing
+// in static mode, where its Pod mounts no API token either.
+func TestRBACPerMode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, tt := range []struct {
+		args        []string
+		tokenreview bool
+	}{
+		{nil, false},
+		{[]string{"--set", "global.scan.namespaces={team-a}"}, true},
+		{[]string{"--set", "global.scan.namespaces={team-a}", "--set", "resultsApi.auth.mode=static"}, false},
+	} {
+		objs, err := Template(ctx, repoRoot, releaseNS, tt.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod := podTemplate(t, objs, "Deployment/crowsnest-results-api")
+		if automount := pod.Spec.AutomountServiceAccountToken; automount == nil || *automount != tt.tokenreview {
+			t.Errorf("%v: results-api automountServiceAccountToken = %v, want %v", tt.args, automount, tt.tokenreview)
+		}
+		role, binding := find(objs, "ClusterRole/crowsnest-results-api"), find(objs, "ClusterRoleBinding/crowsnest-results-api")
+		if !tt.tokenreview {
+			if role != nil || binding != nil {
+				t.Errorf("%v: static mode renders results-api RBAC", tt.args)
+			}
+			continue
+		}
+		if role == nil || binding == nil {
+			t.Fatalf("%v: results-api ClusterRole or binding not rendered", tt.args)
+		}
+		var r rbacv1.ClusterRole
+		if err := fromUnstructured(role, &r); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.EqualFunc(r.Rules, ResultsAPIRules, ruleEqual) {
+			t.Errorf("results-api rules = %+v, want exactly %+v", r.Rules, ResultsAPIRules)
+		}
+		var b rbacv1.ClusterRoleBinding
+		if err := fromUnstructured(binding, &b); err != nil {
+			t.Fatal(err)
+		}
+		want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "crowsnest-results-api", Namespace: releaseNS}}
+		if b.RoleRef.Name != r.Name || !slices.Equal(b.Subjects, want) {
+			t.Errorf("binding %+v %+v, want %s to %+v", b.RoleRef, b.Subjects, r.Name, want)
+		}
+	}
+}
+
+// TestUserRoles: the admin and view ClusterRoles exist in every mode, hold
+// exactly their rules, only view is aggregated (into the built-in view), and
+// two releases share no cluster-scoped name.
+func TestUserRoles(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	owner := map[string]string{} // cluster-scoped Kind/name -> release
+	for _, release := range []string{"alpha", "beta"} {
+		objs, err := TemplateRelease(ctx, repoRoot, release, release+"-system", "--set", "global.scan.namespaces={"+release+"-apps}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		policy := rbacPolicy(t, release)
+		for _, id := range []string{"ClusterRole/" + release + "-admin", "ClusterRole/" + release + "-view"} {
+			if find(objs, id) == nil {
+				t.Errorf("%s not rendered", id)
+			}
+		}
+		problems, err := CheckRBAC(objs, policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range problems {
+			t.Error(p)
+		}
+		for _, o := range objs {
+			if o.GetNamespace() != "" || o.GetKind() == "CustomResourceDefinition" {
+				continue // the CRD is shared by design (Helm's crds/)
+			}
+			id := o.GetKind() + "/" + o.GetName()
+			if other, ok := owner[id]; ok {
+				t.Errorf("%s is rendered by releases %s and %s", id, other, release)
+			}
+			owner[id] = release
+		}
+	}
+}
+
+func ruleEqual(a, b rbacv1.PolicyRule) bool {
+	return slices.Equal(a.APIGroups, b.APIGroups) && slices.Equal(a.Resources, b.Resources) && slices.Equal(a.Verbs, b.Verbs) &&
+		len(a.ResourceNames) == 0 && len(b.ResourceNames) == 0 && len(a.NonResourceURLs) == 0 && len(b.NonResourceURLs) == 0
+}
+
+func find(objs []*unstructured.Unstructured, id string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind()+"/"+o.GetName() == id {
+			return o
+		}
+	}
+	return nil
+}
+
+func podTemplate(t *testing.T, objs []*unstructured.Unstructured, id string) PodTemplate {
+	t.Helper()
+	pods, err := PodTemplates(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		if p.Object == id {
+			return p
+		}
+	}
+	t.Fatalf("%s not rendered", id)
+	return PodTemplate{}
+}
+
+func container(t *testing.T, objs []*unstructured.Unstructured, id string) corev1.Container {
+	t.Helper()
+	return podTemplate(t, objs, id).Spec.Containers[0]
+}
+
+func envValue(c corev1.Container, name string) string {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
