@@ -4,17 +4,20 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/crowsnest-dev/crowsnest/operator/internal/bus"
@@ -72,8 +75,8 @@ func start(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         controller.CacheOptions(),
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Cache:                         controller.CacheOptions(o.WatchNamespaces...),
+		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              "crowsnest-operator.crowsnest.dev",
@@ -117,9 +120,44 @@ func start(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("add readyz check: %w", err)
 	}
-	ctrl.Log.WithName("setup").Info("starting operator", "resultsAPI", o.ResultsAPIURL, "nats", o.NATSURL != "", "leaderElect", o.LeaderElect)
+	logScope(ctrl.Log.WithName("setup"), o)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
 	return nil
+}
+
+// metricsOptions serves /metrics over HTTPS behind controller-runtime's
+// authentication and authorization filter (a scraper's bearer token must be
+// allowed to get the non-resource URL /metrics), or, with
+// --metrics-secure=false, over plain HTTP to anyone who can connect.
+func metricsOptions(o Options) metricsserver.Options {
+	if !o.MetricsSecure {
+		return metricsserver.Options{BindAddress: o.MetricsAddr}
+	}
+	return metricsserver.Options{
+		BindAddress:    o.MetricsAddr,
+		SecureServing:  true,
+		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		CertDir:        o.MetricsCertDir,
+		// HTTP/2 stays off, as in kubebuilder's scaffold: its stream
+		// handling has been a denial-of-service vector (CVE-2023-44487).
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
+	}
+}
+
+// logScope says at start-up what the operator will touch and so which RBAC
+// it needs: cluster-wide is a choice, and it is stated as one.
+func logScope(log logr.Logger, o Options) {
+	log.Info("starting operator", "resultsAPI", o.ResultsAPIURL, "nats", o.NATSURL != "", "leaderElect", o.LeaderElect,
+		"metricsSecure", o.MetricsSecure)
+	if len(o.WatchNamespaces) == 0 {
+		log.Info("watching Scanners, Pods and Jobs in every namespace: this needs a ClusterRole that can create Jobs cluster-wide; " +
+			"set --watch-namespaces to need only a Role in each listed namespace")
+	} else {
+		log.Info("watching Scanners, Pods and Jobs only in the listed namespaces; a Role in each suffices", "namespaces", o.WatchNamespaces)
+	}
+	if !o.MetricsSecure && o.MetricsAddr != "0" {
+		log.Info("metrics are served over plain HTTP without authentication (--metrics-secure=false); bind them to a loopback address", "address", o.MetricsAddr)
+	}
 }

@@ -3,13 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 func noKube() (*rest.Config, error) { return nil, errors.New("no cluster in this test") }
@@ -68,5 +72,80 @@ func TestInvalidConfigurationIsReported(t *testing.T) {
 	err = run(context.Background(), []string{"--results-api-url=http://x", "--uploader-image=u"}, func(string) string { return "" }, &out, noKube)
 	if err == nil || !strings.Contains(err.Error(), "no cluster") {
 		t.Errorf("kubeconfig error not returned: %v", err)
+	}
+}
+
+func TestWatchNamespacesFromEnvAndFlag(t *testing.T) {
+	parse := func(env string, args ...string) (Options, error) {
+		var o Options
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.BindFlags(fs)
+		if err := applyEnv(fs, func(k string) string { return map[string]string{"CROWSNEST_WATCH_NAMESPACES": env}[k] }); err != nil {
+			return o, err
+		}
+		return o, fs.Parse(args)
+	}
+	for _, tc := range []struct {
+		env  string
+		args []string
+		want []string
+	}{
+		{"", nil, nil},
+		{"team-a, team-b,,team-a", nil, []string{"team-a", "team-b"}},
+		{"team-a", []string{"--watch-namespaces=team-c"}, []string{"team-c"}},
+		{"team-a", []string{"--watch-namespaces="}, nil},
+	} {
+		o, err := parse(tc.env, tc.args...)
+		if err != nil || !slices.Equal(o.WatchNamespaces, tc.want) || !slices.Equal(o.controllerOptions().WatchNamespaces, tc.want) {
+			t.Errorf("env %q args %q: %q, %v; want %q", tc.env, tc.args, o.WatchNamespaces, err, tc.want)
+		}
+	}
+	if _, err := parse("team-a,Team_B"); err == nil || !strings.Contains(err.Error(), "CROWSNEST_WATCH_NAMESPACES") || !strings.Contains(err.Error(), "Team_B") {
+		t.Errorf("invalid namespace from env: err = %v", err)
+	}
+	if _, err := parse("", "--watch-namespaces=kube-system,-x"); err == nil || !strings.Contains(err.Error(), `"-x"`) {
+		t.Errorf("invalid namespace from flag: err = %v", err)
+	}
+}
+
+func TestMetricsOptions(t *testing.T) {
+	var o Options
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	o.BindFlags(fs)
+	if err := fs.Parse([]string{"--metrics-cert-dir=/certs"}); err != nil {
+		t.Fatal(err)
+	}
+	m := metricsOptions(o)
+	if !m.SecureServing || m.FilterProvider == nil || m.CertDir != "/certs" || len(m.TLSOpts) != 1 {
+		t.Fatalf("default metrics options %+v: want HTTPS behind the authn/authz filter", m)
+	}
+	var c tls.Config
+	m.TLSOpts[0](&c)
+	if !slices.Equal(c.NextProtos, []string{"http/1.1"}) {
+		t.Errorf("NextProtos %q: want HTTP/2 off", c.NextProtos)
+	}
+	if err := fs.Parse([]string{"--metrics-secure=false", "--metrics-bind-address=127.0.0.1:9090"}); err != nil {
+		t.Fatal(err)
+	}
+	if m := metricsOptions(o); m.SecureServing || m.FilterProvider != nil || m.BindAddress != "127.0.0.1:9090" {
+		t.Errorf("--metrics-secure=false: %+v, want plain HTTP", m)
+	}
+}
+
+// TestLogScope: cluster-wide is logged as the choice it is, with the RBAC it
+// takes, and so is plain-HTTP metrics.
+func TestLogScope(t *testing.T) {
+	var out bytes.Buffer
+	logScope(zap.New(zap.WriteTo(&out)), Options{MetricsAddr: ":8080"})
+	for _, want := range []string{"every namespace", "ClusterRole", "--watch-namespaces", "plain HTTP"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("logs lack %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	logScope(zap.New(zap.WriteTo(&out)), Options{MetricsAddr: ":8080", MetricsSecure: true, WatchNamespaces: namespaceList{"team-a"}})
+	if s := out.String(); strings.Contains(s, "ClusterRole") || strings.Contains(s, "plain HTTP") || !strings.Contains(s, `"namespaces":["team-a"]`) {
+		t.Errorf("namespaced, secure: logs\n%s", s)
 	}
 }

@@ -5,8 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 
@@ -18,6 +21,9 @@ import (
 // flag takes its default from a CROWSNEST_* environment variable.
 type Options struct {
 	MetricsAddr             string
+	MetricsSecure           bool
+	MetricsCertDir          string
+	WatchNamespaces         namespaceList
 	ProbeAddr               string
 	LeaderElect             bool
 	LeaderElectionNamespace string
@@ -45,6 +51,9 @@ type Options struct {
 // BindFlags registers every option on fs.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables)")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true, "serve metrics over HTTPS to callers whose bearer token may get the non-resource URL /metrics (TokenReview + SubjectAccessReview); false: plain HTTP, no authentication, for a loopback address only")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "folder with tls.crt and tls.key for the metrics endpoint, reloaded on change (default: a self-signed certificate made at start)")
+	fs.Var(&o.WatchNamespaces, "watch-namespaces", "comma-separated `namespaces` whose Scanners are served and where scan Jobs run; the operator then needs a Role in each, not a ClusterRole (empty: every namespace)")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader through a Lease so only one replica acts")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the Pod's namespace)")
@@ -126,6 +135,7 @@ func (o *Options) controllerOptions() controller.Options {
 		GrypeImage: o.GrypeImage, UploaderImage: o.UploaderImage, UploaderAPIURL: uploaderURL,
 		ServiceAccount: o.ScanServiceAccount, JobTTL: o.JobTTL, RetryBase: o.RetryBackoff, RetryMax: o.RetryBackoffMax,
 		LookupRetry: o.LookupRetry, PublishRetry: o.PublishRetry, Workers: o.Workers,
+		WatchNamespaces: o.WatchNamespaces,
 	}
 }
 
@@ -138,4 +148,26 @@ func readToken(path string) func() (string, error) {
 		}
 		return strings.TrimSpace(string(b)), nil
 	}
+}
+
+// namespaceList is a comma-separated list of namespace names. Set replaces
+// the list, so a flag overrides its environment default.
+type namespaceList []string
+
+func (l *namespaceList) String() string { return strings.Join(*l, ",") }
+
+func (l *namespaceList) Set(v string) error {
+	var out namespaceList
+	for _, ns := range strings.Split(v, ",") {
+		ns = strings.TrimSpace(ns)
+		if ns == "" || slices.Contains(out, ns) {
+			continue
+		}
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("namespace %q: %s", ns, strings.Join(errs, "; "))
+		}
+		out = append(out, ns)
+	}
+	*l = out
+	return nil
 }

@@ -9,6 +9,12 @@ import (
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 )
 
+// The manager's metrics endpoint (cmd, --metrics-secure) authenticates each
+// scrape with a TokenReview and authorizes it with a SubjectAccessReview:
+// cluster-scoped rules, needed in every install.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // Metrics, registered with controller-runtime's registry so they are served
 // next to its own on the manager's metrics endpoint.
 var (
@@ -40,11 +46,15 @@ var (
 	timedRequeues = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "crowsnest_operator_timed_requeues_total", Help: "Reconciles that asked to run again after a delay, by why.",
 	}, []string{"why"})
+	notPermittedTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "crowsnest_operator_namespace_not_permitted_total",
+		Help: "Scanners found in a namespace the operator may not scan (once per verdict, not per reconcile).",
+	})
 )
 
 func init() {
 	metrics.Registry.MustRegister(digestsSeen, scansQueued, scansActive, jobsCreated, scansFinished,
-		lookupDuration, eventsPublished, eventsFailed, timedRequeues)
+		lookupDuration, eventsPublished, eventsFailed, timedRequeues, notPermittedTotal)
 }
 
 // ObserveLookup records one results-api batch lookup; it is the results

@@ -39,6 +39,10 @@ type Options struct {
 	LookupRetry    time.Duration // first wait after a failed lookup; doubles to 5m
 	PublishRetry   time.Duration // wait before retrying undelivered events
 	Workers        int           // Scanners reconciled in parallel
+	// WatchNamespaces are the only namespaces whose Scanners are served
+	// and where scan Jobs are created; empty is every namespace. The
+	// manager's cache must be restricted to the same (CacheOptions).
+	WatchNamespaces []string
 }
 
 // ScannerReconciler reconciles Scanners. Setup builds it.
@@ -58,6 +62,7 @@ type ScannerReconciler struct {
 
 	mu             sync.Mutex
 	lookupFailures map[types.NamespacedName]int
+	notPermitted   map[types.NamespacedName]notPermitted
 }
 
 // +kubebuilder:rbac:groups=crowsnest.dev,resources=scanners,verbs=get;list;watch
@@ -66,6 +71,7 @@ type ScannerReconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=create;get;list;watch;delete;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=selfsubjectaccessreviews,verbs=create
 
 // Reconcile observes, decides and acts, and patches the status once, in a
 // defer, on every path after the Scanner was read: a failure that repeats
@@ -75,6 +81,7 @@ func (r *ScannerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	if err := r.Get(ctx, req.NamespacedName, &s); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.lookupFailed(req.NamespacedName, false)
+			r.stall(req.NamespacedName, nil, "")
 			deleteGauges(req.Namespace, req.Name)
 			return ctrl.Result{}, nil
 		}
@@ -94,10 +101,26 @@ func (r *ScannerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		}
 	}()
 
+	if why := r.stalledWhy(req.NamespacedName, &s); why != "" {
+		out.notPermitted = why
+		return ctrl.Result{}, nil
+	}
+	if !r.Options.watches(s.Namespace) {
+		out.notPermitted = "it is not one of the operator's --watch-namespaces"
+		r.notPermittedNow(ctx, req.NamespacedName, &s, out.notPermitted)
+		return ctrl.Result{}, nil
+	}
 	var err error
 	if out, err = r.reconcile(ctx, &s); err != nil {
-		return ctrl.Result{}, err
+		why, reviewErr := r.forbidden(ctx, &s, err)
+		if why == "" {
+			return ctrl.Result{}, errors.Join(err, reviewErr)
+		}
+		out = outcome{notPermitted: why}
+		r.notPermittedNow(ctx, req.NamespacedName, &s, why)
+		return ctrl.Result{}, nil
 	}
+	r.stall(req.NamespacedName, &s, "")
 	return r.requeue(ctx, req.NamespacedName, out), nil
 }
 

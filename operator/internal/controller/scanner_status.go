@@ -14,6 +14,11 @@ import (
 // error.
 const ReasonReconcileFailed = "ReconcileFailed"
 
+// ReasonNamespaceNotPermitted is the Ready and Stalled reason when the
+// operator may not scan the Scanner's namespace: it is not in
+// --watch-namespaces, or the API server forbids what a scan needs there.
+const ReasonNamespaceNotPermitted = "NamespaceNotPermitted"
+
 // maxErrorMessage bounds an error quoted in a condition message.
 const maxErrorMessage = 1024
 
@@ -23,7 +28,13 @@ type outcome struct {
 	lookupErr    error // results-api lookup failed
 	eventsErr    error // an event could not be published
 	reconcileErr error // the reconcile failed; plan is not known
+	// notPermitted says why the operator may not scan the Scanner's
+	// namespace; when set nothing was done and plan is not known.
+	notPermitted string
 }
+
+// finished tells whether the reconcile got as far as a plan.
+func (o outcome) finished() bool { return o.reconcileErr == nil && o.notPermitted == "" }
 
 // setStatus writes counts, recent failures and conditions. It is pure: the
 // same Scanner and outcome give the same status. After a failed reconcile
@@ -31,7 +42,7 @@ type outcome struct {
 func setStatus(s *crowsnestv1alpha1.Scanner, o outcome) {
 	st := &s.Status
 	st.ObservedGeneration = s.Generation
-	if o.reconcileErr == nil {
+	if o.finished() {
 		setCounts(st, o)
 	}
 	setReady(s, o)
@@ -57,6 +68,8 @@ func setReady(s *crowsnestv1alpha1.Scanner, o outcome) {
 	st := &s.Status
 	c := metav1.Condition{Type: crowsnestv1alpha1.ConditionReady, ObservedGeneration: s.Generation}
 	switch {
+	case o.notPermitted != "":
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonNamespaceNotPermitted, notPermittedMessage(s.Namespace, o.notPermitted)
 	case o.reconcileErr != nil:
 		c.Status, c.Reason = metav1.ConditionFalse, ReasonReconcileFailed
 		c.Message = "reconcile failed (retrying with backoff): " + clip(o.reconcileErr.Error(), maxErrorMessage)
@@ -81,7 +94,7 @@ func setReady(s *crowsnestv1alpha1.Scanner, o outcome) {
 
 func setReconciling(s *crowsnestv1alpha1.Scanner, o outcome) {
 	st := &s.Status
-	if o.reconcileErr == nil && o.lookupErr == nil && st.Queued+st.Scanning > 0 {
+	if o.finished() && o.lookupErr == nil && st.Queued+st.Scanning > 0 {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: crowsnestv1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
 			Reason: crowsnestv1alpha1.ReasonScanning, Message: fmt.Sprintf("%d scanning, %d queued", st.Scanning, st.Queued),
@@ -94,6 +107,11 @@ func setReconciling(s *crowsnestv1alpha1.Scanner, o outcome) {
 func setStalled(s *crowsnestv1alpha1.Scanner, o outcome) {
 	st := &s.Status
 	switch {
+	case o.notPermitted != "":
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: crowsnestv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
+			Reason: ReasonNamespaceNotPermitted, Message: notPermittedMessage(s.Namespace, o.notPermitted),
+		})
 	case o.reconcileErr != nil:
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: crowsnestv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
@@ -107,4 +125,14 @@ func setStalled(s *crowsnestv1alpha1.Scanner, o outcome) {
 	default:
 		meta.RemoveStatusCondition(&st.Conditions, crowsnestv1alpha1.ConditionStalled)
 	}
+}
+
+// notPermittedMessage says why namespace ns is not scanned and how to
+// enable it: the chart's global.scan.namespaces feeds both the operator's
+// --watch-namespaces and the Roles that let it act there.
+func notPermittedMessage(ns, why string) string {
+	return fmt.Sprintf("the operator may not scan namespace %s: %s. To scan it, add %q to the Helm chart's global.scan.namespaces "+
+		"(it sets the operator's --watch-namespaces and grants its Role in each namespace). "+
+		"Not retried until the operator restarts, this Scanner's spec changes or its %s annotation is set",
+		ns, clip(why, maxErrorMessage), ns, AnnotationRequestedAt)
 }

@@ -26,6 +26,7 @@ func TestSetStatus(t *testing.T) {
 		{"api down", outcome{plan: plan{images: 3}, lookupErr: errors.New("connection refused")}, metav1.ConditionFalse, crowsnestv1alpha1.ReasonResultsAPIUnavailable, false, true},
 		{"nats down", outcome{plan: plan{images: 3, scanned: 3}, eventsErr: errors.New("not connected")}, metav1.ConditionFalse, crowsnestv1alpha1.ReasonEventsUndelivered, false, false},
 		{"reconcile failed", outcome{plan: plan{images: 3, scanning: 2}, reconcileErr: errors.New(`jobs.batch "x" is forbidden: exceeded quota`)}, metav1.ConditionFalse, ReasonReconcileFailed, false, true},
+		{"namespace not permitted", outcome{notPermitted: "the API server forbids the operator to create jobs.batch there"}, metav1.ConditionFalse, ReasonNamespaceNotPermitted, false, true},
 		{"reconcile failed over a lookup failure", outcome{plan: plan{images: 3}, lookupErr: errors.New("refused"), reconcileErr: errors.New("list pods: timeout")}, metav1.ConditionFalse, ReasonReconcileFailed, false, true},
 	}
 	for _, tt := range tests {
@@ -45,7 +46,7 @@ func TestSetStatus(t *testing.T) {
 			t.Errorf("%s: Stalled = %v", tt.name, got)
 		}
 		wantImages := int32(3)
-		if tt.out.reconcileErr != nil {
+		if !tt.out.finished() {
 			wantImages = 0 // counts are not written; TestSetStatusReconcileFailed
 		}
 		if s.Status.ObservedGeneration != 4 || s.Status.Images != wantImages {
@@ -94,5 +95,48 @@ func TestSetStatusReconcileFailed(t *testing.T) {
 	}
 	if meta.FindStatusCondition(s.Status.Conditions, crowsnestv1alpha1.ConditionStalled) != nil {
 		t.Error("Stalled left after recovery")
+	}
+}
+
+// TestSetStatusNamespaceNotPermitted: a Scanner in a namespace the operator
+// may not scan says so in Ready and Stalled, with how to enable it, and
+// keeps the counts it had; a later reconcile that finishes clears it.
+func TestSetStatusNamespaceNotPermitted(t *testing.T) {
+	for _, why := range []string{
+		"it is not one of the operator's --watch-namespaces",
+		"the API server forbids the operator to create jobs.batch, delete jobs.batch there",
+	} {
+		s := &crowsnestv1alpha1.Scanner{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Generation: 2}}
+		setStatus(s, outcome{plan: plan{images: 4, scanned: 1, scanning: 2, queued: 1}})
+		last := *s.Status.DeepCopy()
+		s.Generation = 3
+		setStatus(s, outcome{notPermitted: why})
+		st := s.Status
+		if st.Images != last.Images || st.Scanned != last.Scanned || st.Scanning != last.Scanning || st.Queued != last.Queued || st.ObservedGeneration != 3 {
+			t.Errorf("%s: status %+v, was %+v", why, st, last)
+		}
+		for _, typ := range []string{crowsnestv1alpha1.ConditionReady, crowsnestv1alpha1.ConditionStalled} {
+			c := meta.FindStatusCondition(st.Conditions, typ)
+			want := metav1.ConditionTrue
+			if typ == crowsnestv1alpha1.ConditionReady {
+				want = metav1.ConditionFalse
+			}
+			if c == nil || c.Status != want || c.Reason != ReasonNamespaceNotPermitted || c.ObservedGeneration != 3 {
+				t.Fatalf("%s: %s = %+v", why, typ, c)
+			}
+			for _, part := range []string{"namespace team-b", why, `add "team-b" to the Helm chart's global.scan.namespaces`, AnnotationRequestedAt} {
+				if !strings.Contains(c.Message, part) {
+					t.Errorf("%s: %s message %q lacks %q", why, typ, c.Message, part)
+				}
+			}
+		}
+		if c := meta.FindStatusCondition(st.Conditions, crowsnestv1alpha1.ConditionReconciling); c != nil {
+			t.Errorf("%s: Reconciling = %+v, want none", why, c)
+		}
+
+		setStatus(s, outcome{plan: plan{images: 4, scanned: 4}})
+		if c := meta.FindStatusCondition(s.Status.Conditions, crowsnestv1alpha1.ConditionStalled); c != nil {
+			t.Errorf("%s: Stalled left after a reconcile that finished: %+v", why, c)
+		}
 	}
 }

@@ -32,10 +32,20 @@ import (
 
 // CacheOptions keeps the informer caches small: Pods are trimmed by
 // discovery.TransformPod, only the operator's own Jobs are cached, and
-// managedFields are dropped everywhere.
-func CacheOptions() cache.Options {
+// managedFields are dropped everywhere. With namespaces, every informer
+// lists and watches only those (so Roles there suffice); without, the whole
+// cluster (a ClusterRole). Pass Options.WatchNamespaces.
+func CacheOptions(namespaces ...string) cache.Options {
+	var byNamespace map[string]cache.Config
+	if len(namespaces) > 0 {
+		byNamespace = make(map[string]cache.Config, len(namespaces))
+		for _, ns := range namespaces {
+			byNamespace[ns] = cache.Config{}
+		}
+	}
 	return cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultNamespaces: byNamespace,
+		DefaultTransform:  cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Transform: discovery.TransformPod},
 			&batchv1.Job{}: {
@@ -121,12 +131,12 @@ func newReconciler(mgr ctrl.Manager, deps Deps) *ScannerReconciler {
 	return r
 }
 
-// setupWithManager watches Scanners (spec changes), their Jobs (status
-// changes) and Pods (image, label and phase changes) and maps each Pod to
-// the Scanners of its namespace.
+// setupWithManager watches Scanners (spec and requested-at changes), their
+// Jobs (status changes) and Pods (image, label and phase changes) and maps
+// each Pod to the Scanners of its namespace.
 func (r *ScannerReconciler) setupWithManager(mgr ctrl.Manager, workers int) error {
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&crowsnestv1alpha1.Scanner{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&crowsnestv1alpha1.Scanner{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, requestedAtChanged))).
 		Owns(&batchv1.Job{}, builder.WithPredicates(jobChanged)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.scannersForPod), builder.WithPredicates(podChanged))
 	if r.rescans != nil {
@@ -160,6 +170,18 @@ var podChanged = predicate.Funcs{
 		}
 		return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || !equality.Semantic.DeepEqual(o.Status, n.Status) ||
 			!equality.Semantic.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp)
+	},
+}
+
+// requestedAtChanged passes Scanner updates that set or change the
+// crowsnest.dev/requested-at annotation; other metadata and status updates
+// (the operator's own patches among them) do not reconcile.
+var requestedAtChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		if e.ObjectOld == nil || e.ObjectNew == nil {
+			return false
+		}
+		return e.ObjectOld.GetAnnotations()[AnnotationRequestedAt] != e.ObjectNew.GetAnnotations()[AnnotationRequestedAt]
 	},
 }
 

@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -80,20 +79,30 @@ func testOptions() Options {
 	}
 }
 
-// operator is a running manager with the Scanner controller, watching one
-// namespace, wired by Setup as cmd/main.go wires it.
+// operator is a running manager with the Scanner controller, wired by Setup
+// as cmd/main.go wires it.
 type operator struct {
 	mgr    ctrl.Manager
 	cancel context.CancelFunc
 	done   chan error
 }
 
+// startOperator runs an operator that watches ns only, or
+// opts.WatchNamespaces when set, as the suite's admin user.
 func startOperator(t testing.TB, ns, apiURL, natsURL string, opts Options, mods ...func(*Deps)) *operator {
 	t.Helper()
-	cacheOpts := CacheOptions()
-	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme: scheme, Cache: cacheOpts,
+	if len(opts.WatchNamespaces) == 0 {
+		opts.WatchNamespaces = []string{ns}
+	}
+	return startOperatorAs(t, restConfig, opts.WatchNamespaces, apiURL, natsURL, opts, mods...)
+}
+
+// startOperatorAs runs an operator with the identity of cfg and a cache of
+// cacheNamespaces (cmd/main.go caches opts.WatchNamespaces).
+func startOperatorAs(t testing.TB, cfg *rest.Config, cacheNamespaces []string, apiURL, natsURL string, opts Options, mods ...func(*Deps)) *operator {
+	t.Helper()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: scheme, Cache: CacheOptions(cacheNamespaces...),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},

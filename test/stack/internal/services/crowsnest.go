@@ -85,6 +85,7 @@ func (o *Operator) Start(ctx context.Context) error {
 		"--results-api-url=" + o.ResultsAPIURL,
 		"--uploader-image=" + o.UploaderImage,
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(o.MetricsPort),
+		"--metrics-secure=false", // loopback only; the chart serves them with authn/authz
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(o.ProbePort),
 		"--log-format=json",
 	}
