@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/crowsnest-dev/crowsnest/api/scan"
+	"github.com/crowsnest-dev/crowsnest/test/support"
 
 	"errors"
 	"net/http"
@@ -43,7 +44,7 @@ func TestExitCodes(t *testing.T) {
 		"unreachable, deadline": {invocation{api: down.URL, bom: good, digest: f.Digest, tokenFile: tok, extra: []string{"--max-attempts", "100", "--deadline", "300ms"}}, scan.ExitUnreachable, -1},
 	} {
 		t.Run(name, func(t *testing.T) {
-			logs := &syncBuffer{}
+			logs := &support.Buffer{}
 			start := time.Now()
 			if code := runUploader(t, tc.in, logs); code != tc.want {
 				t.Fatalf("exit %d, want %d", code, tc.want)
@@ -51,7 +52,7 @@ func TestExitCodes(t *testing.T) {
 			if time.Since(start) > 30*time.Second {
 				t.Errorf("took %v", time.Since(start))
 			}
-			attempts := logs.count(t, "upload attempt failed, retrying") + logs.count(t, "upload attempt failed") + logs.count(t, "upload rejected")
+			attempts := countMsg(t, logs, "upload attempt failed, retrying") + countMsg(t, logs, "upload attempt failed") + countMsg(t, logs, "upload rejected")
 			if tc.attempts >= 0 && attempts != tc.attempts {
 				t.Errorf("%d attempts logged, want %d", attempts, tc.attempts)
 			}
@@ -70,7 +71,7 @@ func TestExitCodes(t *testing.T) {
 func TestAPIRejectsOversizedBOM(t *testing.T) {
 	f := fixture(t, "alpine")
 	srv := apitest.Start(t, apitest.WithMaxBOMBytes(1024))
-	logs := &syncBuffer{}
+	logs := &support.Buffer{}
 	in := invocation{api: srv.URL, bom: filepath.Join(fixtureDir, f.File), digest: f.Digest, tokenFile: tokenFile(t, srv.Token)}
 	if code := runUploader(t, in, logs); code != scan.ExitRejected {
 		t.Fatalf("exit %d, want %d", code, scan.ExitRejected)

@@ -1,16 +1,14 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/test/support"
 
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 )
@@ -53,42 +51,11 @@ func fixture(t *testing.T, name string) fixtureEntry {
 	return fixtureEntry{}
 }
 
-// syncBuffer collects log lines written by a concurrently running uploader.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// lines parses the JSON log lines; every line must be JSON.
-func (b *syncBuffer) lines(t *testing.T) []map[string]any {
+// countMsg counts the log lines whose msg is msg.
+func countMsg(t *testing.T, b *support.Buffer, msg string) int {
 	t.Helper()
-	var out []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(b.String()))
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("log line is not JSON: %q", sc.Text())
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-func (b *syncBuffer) count(t *testing.T, msg string) int {
 	n := 0
-	for _, l := range b.lines(t) {
+	for _, l := range b.JSONLines(t) {
 		if l["msg"] == msg {
 			n++
 		}
@@ -121,12 +88,12 @@ func (in invocation) args() []string {
 }
 
 // runUploader runs the uploader with a bound on its wall time.
-func runUploader(t *testing.T, in invocation, logs *syncBuffer) int {
+func runUploader(t *testing.T, in invocation, logs *support.Buffer) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	if logs == nil {
-		logs = &syncBuffer{}
+		logs = &support.Buffer{}
 	}
 	code := run(ctx, in.args(), func(string) string { return "" }, logs)
 	t.Logf("uploader exit %d, logs:\n%s", code, logs.String())

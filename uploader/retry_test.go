@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/crowsnest-dev/crowsnest/api/scan"
+	"github.com/crowsnest-dev/crowsnest/test/support"
 
 	"net/http"
 	"net/http/httptest"
@@ -21,14 +22,14 @@ func TestRetriesUntilAPIComesBack(t *testing.T) {
 	f := fixture(t, "alpine")
 	srv := apitest.Start(t)
 	srv.Close()
-	logs := &syncBuffer{}
+	logs := &support.Buffer{}
 	in := invocation{api: srv.URL, bom: filepath.Join(fixtureDir, f.File), digest: f.Digest, image: f.Image,
 		tokenFile: tokenFile(t, srv.Token), extra: []string{"--max-attempts", "100"}}
 	done := make(chan int, 1)
 	go func() { done <- runUploader(t, in, logs) }()
 
 	deadline := time.Now().Add(20 * time.Second)
-	for logs.count(t, "upload attempt failed, retrying") < 3 {
+	for countMsg(t, logs, "upload attempt failed, retrying") < 3 {
 		if time.Now().After(deadline) {
 			t.Fatalf("uploader did not retry; logs:\n%s", logs.String())
 		}
@@ -65,14 +66,14 @@ func TestRetriesOn5xx(t *testing.T) {
 		proxy.ServeHTTP(w, r)
 	}))
 	defer front.Close()
-	logs := &syncBuffer{}
+	logs := &support.Buffer{}
 	in := invocation{api: front.URL, bom: filepath.Join(fixtureDir, f.File), digest: f.Digest, image: f.Image,
 		tokenFile: tokenFile(t, srv.Token)}
 	if code := runUploader(t, in, logs); code != scan.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
-	if calls.Load() != 3 || logs.count(t, "upload attempt failed, retrying") != 2 {
-		t.Fatalf("calls %d, retries logged %d; want 3 and 2", calls.Load(), logs.count(t, "upload attempt failed, retrying"))
+	if calls.Load() != 3 || countMsg(t, logs, "upload attempt failed, retrying") != 2 {
+		t.Fatalf("calls %d, retries logged %d; want 3 and 2", calls.Load(), countMsg(t, logs, "upload attempt failed, retrying"))
 	}
 	if code := getJSON(t, srv, "/api/v1/reports/"+f.Digest, nil); code != http.StatusOK {
 		t.Fatalf("GET after 5xx retries: %d", code)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/crowsnest-dev/crowsnest/api/scan"
+	"github.com/crowsnest-dev/crowsnest/test/support"
 
 	"bytes"
 	"encoding/json"
@@ -49,12 +50,12 @@ func TestUploadRealGrypeFixtures(t *testing.T) {
 		}
 		t.Run(f.Name, func(t *testing.T) {
 			bom := filepath.Join(fixtureDir, f.File)
-			logs := &syncBuffer{}
+			logs := &support.Buffer{}
 			in := invocation{api: srv.URL, bom: bom, digest: f.Digest, image: f.Image, tokenFile: tok}
 			if code := runUploader(t, in, logs); code != scan.ExitOK {
 				t.Fatalf("exit %d", code)
 			}
-			uploaded := logs.lines(t)
+			uploaded := logs.JSONLines(t)
 			last := uploaded[len(uploaded)-1]
 			if last["msg"] != "report uploaded" || last["status"] != float64(http.StatusCreated) || last["digest"] != f.Digest {
 				t.Fatalf("last log line %v, want report uploaded with 201", last)
@@ -96,11 +97,11 @@ func TestUploadRealGrypeFixtures(t *testing.T) {
 			}
 
 			// Uploading the same report again replaces it: 200, still exit 0.
-			logs = &syncBuffer{}
+			logs = &support.Buffer{}
 			if code := runUploader(t, in, logs); code != scan.ExitOK {
 				t.Fatalf("re-upload exit %d", code)
 			}
-			if l := logs.lines(t); l[len(l)-1]["status"] != float64(http.StatusOK) {
+			if l := logs.JSONLines(t); l[len(l)-1]["status"] != float64(http.StatusOK) {
 				t.Errorf("re-upload status %v, want 200", l[len(l)-1]["status"])
 			}
 		})

@@ -10,9 +10,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/test/support"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,24 +28,6 @@ import (
 	"github.com/crowsnest-dev/crowsnest/test/support/kubetest"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
 )
-
-// syncBuffer is a log sink the test can read while the operator writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -79,7 +62,7 @@ func TestRunServesProbesAndMetrics(t *testing.T) {
 	probe, metrics := freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	var logs syncBuffer
+	var logs support.Buffer
 	env := map[string]string{"CROWSNEST_WATCH_NAMESPACES": "default, kube-public"}
 	go func() {
 		done <- run(ctx, []string{

@@ -2,15 +2,15 @@ package events_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/test/support"
 
 	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go"
@@ -35,7 +35,7 @@ const marker = "forged-payload-marker"
 // valid job.done after them is applied.
 func TestForgedOperatorEventsAreTerminated(t *testing.T) {
 	ns, url := natstest.StartT(t)
-	logs := &syncBuffer{}
+	logs := &support.Buffer{}
 	srv := apitest.Start(t, apitest.WithNATS(url), apitest.WithLogger(slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -141,7 +141,7 @@ func TestForgedOperatorEventsAreTerminated(t *testing.T) {
 	// One warning per forged event, with subject, id and reason, and no
 	// payload in any line.
 	warned := map[string]string{}
-	for _, l := range logs.lines(t) {
+	for _, l := range logs.JSONLines(t) {
 		if l["msg"] == "drop invalid event" {
 			if l["level"] != "WARN" || l["subject"] != evv1.SubjectJobDone {
 				t.Errorf("log line %v", l)
@@ -150,10 +150,10 @@ func TestForgedOperatorEventsAreTerminated(t *testing.T) {
 		}
 	}
 	if len(warned) != 2 || warned["forged-future"] != evv1.ReasonTime || warned["forged-source"] != evv1.ReasonSource ||
-		logs.count(`"msg":"drop invalid event"`) != 2 {
-		t.Errorf("warnings %v (%d lines), want forged-future: time, forged-source: source, once each", warned, logs.count(`"msg":"drop invalid event"`))
+		strings.Count(logs.String(), `"msg":"drop invalid event"`) != 2 {
+		t.Errorf("warnings %v (%d lines), want forged-future: time, forged-source: source, once each", warned, strings.Count(logs.String(), `"msg":"drop invalid event"`))
 	}
-	if logs.count(marker) != 0 {
+	if strings.Count(logs.String(), marker) != 0 {
 		t.Error("a log line holds the payload")
 	}
 }
@@ -282,37 +282,4 @@ func equalCounts(a, b map[string]float64) bool {
 		}
 	}
 	return true
-}
-
-// syncBuffer collects the API's JSON log lines from many goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) count(s string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.buf.String(), s)
-}
-
-func (b *syncBuffer) lines(t *testing.T) []map[string]any {
-	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("log line %q: %v", l, err)
-		}
-		out = append(out, m)
-	}
-	return out
 }
