@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -38,7 +39,9 @@ func serviceAccount(ns, name string) subject {
 }
 
 // access is one question to the API server's authorizer: may who verb
-// group/resource in namespace ("" = cluster-wide)?
+// group/resource (a subresource after "/", e.g. scanners/status) in
+// namespace ("" = cluster-wide)? A resource starting with "/" is a
+// non-resource URL.
 type access struct {
 	who                              subject
 	namespace, verb, group, resource string
@@ -58,10 +61,14 @@ func (a access) String() string {
 }
 
 func can(ctx context.Context, cs kubernetes.Interface, a access) (bool, error) {
-	res, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-		User: a.who.user, Groups: a.who.groups,
-		ResourceAttributes: &authzv1.ResourceAttributes{Namespace: a.namespace, Verb: a.verb, Group: a.group, Resource: a.resource},
-	}}, metav1.CreateOptions{})
+	spec := authzv1.SubjectAccessReviewSpec{User: a.who.user, Groups: a.who.groups}
+	if strings.HasPrefix(a.resource, "/") {
+		spec.NonResourceAttributes = &authzv1.NonResourceAttributes{Path: a.resource, Verb: a.verb}
+	} else {
+		resource, sub, _ := strings.Cut(a.resource, "/")
+		spec.ResourceAttributes = &authzv1.ResourceAttributes{Namespace: a.namespace, Verb: a.verb, Group: a.group, Resource: resource, Subresource: sub}
+	}
+	res, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 	if err != nil {
 		return false, fmt.Errorf("subjectaccessreview %s: %w", a, err)
 	}
@@ -108,29 +115,15 @@ func checkAccess(ctx context.Context, t *testing.T, cs kubernetes.Interface, che
 	}
 }
 
-// TestRBACOnAPIServer applies the RBAC of a tokenreview-mode release to the
-// real kube-apiserver, binds people the way NOTES.txt says, and asks the
-// server's own authorizer (SubjectAccessReview, as results-api does) who may
-// do what. With kube-controller-manager's ClusterRole aggregation running,
-// the built-in view, edit and admin roles read reports too.
-func TestRBACOnAPIServer(t *testing.T) {
-	const release, ns, apps, other = "trust", "trust-system", "trust-apps", "trust-other"
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cs, err := kubernetes.NewForConfig(apiCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+// applyRBAC renders release in ns with args and applies its ServiceAccounts,
+// roles and bindings to the API server for real.
+func applyRBAC(ctx context.Context, t *testing.T, release, ns string, args ...string) {
+	t.Helper()
 	applier, err := NewApplier(apiCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{ns, apps, other, "ci"} {
-		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	objs, err := TemplateRelease(ctx, repoRoot, release, ns, "--set", "global.scan.namespaces={"+apps+"}")
+	objs, err := TemplateRelease(ctx, repoRoot, release, ns, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +135,37 @@ func TestRBACOnAPIServer(t *testing.T) {
 			}
 		}
 	}
+}
+
+// createNamespaces creates each namespace for real.
+func createNamespaces(ctx context.Context, t *testing.T, cs kubernetes.Interface, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRBACOnAPIServer applies the RBAC of a tokenreview-mode release to the
+// real kube-apiserver, binds people the way NOTES.txt says, and asks the
+// server's own authorizer (SubjectAccessReview, as results-api does) who may
+// do what. The operator, limited to the scan namespace, can run scan Jobs
+// there and nowhere else, and Prometheus's ServiceAccount (bound by the
+// chart) may scrape /metrics. With kube-controller-manager's ClusterRole
+// aggregation running, the built-in view, edit and admin roles read reports
+// too.
+func TestRBACOnAPIServer(t *testing.T) {
+	const release, ns, apps, other = "trust", "trust-system", "trust-apps", "trust-other"
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cs, err := kubernetes.NewForConfig(apiCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createNamespaces(ctx, t, cs, ns, apps, other, "ci")
+	applyRBAC(ctx, t, release, ns, "--set", "global.scan.namespaces={"+apps+"}",
+		"--set", "monitoring.prometheusServiceAccount.namespace=monitoring", "--set", "monitoring.prometheusServiceAccount.name=prometheus")
 	bind(ctx, t, cs, apps, "alice-view", release+"-view", rbacv1.Subject{Kind: rbacv1.UserKind, Name: "alice"})
 	bind(ctx, t, cs, "", "bob-admin", release+"-admin", rbacv1.Subject{Kind: rbacv1.UserKind, Name: "bob"})
 	bind(ctx, t, cs, "", "ci-admin", release+"-admin", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "uploader", Namespace: "ci"})
@@ -149,6 +173,7 @@ func TestRBACOnAPIServer(t *testing.T) {
 	const reports, crowsnest = "reports", "crowsnest.dev"
 	alice, bob, ci := person("alice"), person("bob"), serviceAccount("ci", "uploader")
 	api, scan := serviceAccount(ns, release+"-results-api"), serviceAccount(apps, "crowsnest-scan")
+	operator, prometheus := serviceAccount(ns, release+"-operator"), serviceAccount("monitoring", "prometheus")
 	checkAccess(ctx, t, cs, []access{
 		// A viewer bound in one namespace reads that namespace's reports only.
 		{alice, apps, "list", crowsnest, reports, true},
@@ -184,6 +209,38 @@ func TestRBACOnAPIServer(t *testing.T) {
 		{scan, "", "create", crowsnest, reports, false},
 		{scan, "", "create", "authorization.k8s.io", "subjectaccessreviews", false},
 		{scan, "", "create", "authentication.k8s.io", "tokenreviews", false},
+		// The operator: scan Jobs, Pods, Scanners and Events in the scan
+		// namespace only; the review APIs cluster-wide (for /metrics).
+		{operator, apps, "create", "batch", "jobs", true},
+		{operator, apps, "delete", "batch", "jobs", true},
+		{operator, apps, "list", "", "pods", true},
+		{operator, apps, "watch", crowsnest, "scanners", true},
+		{operator, apps, "patch", crowsnest, "scanners/status", true},
+		{operator, apps, "update", crowsnest, "scanners/finalizers", true},
+		{operator, apps, "create", "events.k8s.io", "events", true},
+		{operator, "", "create", "authentication.k8s.io", "tokenreviews", true},
+		{operator, "", "create", "authorization.k8s.io", "subjectaccessreviews", true},
+		{operator, ns, "update", "coordination.k8s.io", "leases", true}, // leader election, in its own namespace
+		{operator, other, "create", "batch", "jobs", false},
+		{operator, "kube-system", "create", "batch", "jobs", false},
+		{operator, ns, "create", "batch", "jobs", false},
+		{operator, "", "create", "batch", "jobs", false},
+		{operator, "", "list", "", "pods", false},
+		{operator, "", "list", crowsnest, "scanners", false},
+		{operator, other, "list", "", "pods", false},
+		{operator, other, "watch", crowsnest, "scanners", false},
+		{operator, other, "create", "events.k8s.io", "events", false},
+		{operator, apps, "update", crowsnest, "scanners", false},
+		{operator, apps, "get", "", "secrets", false},
+		{operator, apps, "create", "", "pods", false},
+		{operator, apps, "update", "coordination.k8s.io", "leases", false},
+		{operator, "", "get", "", "/metrics", false},
+		// Prometheus, bound by the chart, scrapes /metrics, and nothing else.
+		{prometheus, "", "get", "", "/metrics", true},
+		{prometheus, "", "get", "", "/healthz/etcd", false},
+		{prometheus, apps, "list", "", "pods", false},
+		{api, "", "get", "", "/metrics", false},
+		{scan, "", "get", "", "/metrics", false},
 	})
 
 	// Whoever holds the built-in view, edit or admin role in a namespace
@@ -203,6 +260,29 @@ func TestRBACOnAPIServer(t *testing.T) {
 		{erin, apps, "delete", crowsnest, reports, false},
 		{frank, apps, "delete", crowsnest, reports, false},
 		{frank, "", "create", crowsnest, reports, false},
+	})
+}
+
+// TestClusterWideOperatorOnAPIServer: operator.clusterWide=true is what it
+// says: the operator may create Jobs in any namespace, kube-system included.
+func TestClusterWideOperatorOnAPIServer(t *testing.T) {
+	const release, ns = "wide", "wide-system"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := kubernetes.NewForConfig(apiCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createNamespaces(ctx, t, cs, ns)
+	applyRBAC(ctx, t, release, ns, "--set", "operator.clusterWide=true")
+	operator := serviceAccount(ns, release+"-operator")
+	checkAccess(ctx, t, cs, []access{
+		{operator, "kube-system", "create", "batch", "jobs", true},
+		{operator, "", "list", "", "pods", true},
+		{operator, "", "watch", "crowsnest.dev", "scanners", true},
+		{operator, "", "create", "authentication.k8s.io", "tokenreviews", true},
+		{operator, "kube-system", "get", "", "secrets", false},
+		{operator, "kube-system", "create", "", "pods", false},
 	})
 }
 

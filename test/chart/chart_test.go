@@ -9,76 +9,115 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 const releaseNS = "crowsnest-system"
 
+// scanTeamA lists one scan namespace, which a render needs unless the
+// operator is cluster-wide.
+var scanTeamA = []string{"--set", "global.scan.namespaces={team-a}"}
+
+// withScan is args after scanTeamA.
+func withScan(args ...string) []string { return append(slices.Clone(scanTeamA), args...) }
+
 // renderCase is one value set the chart must render, pass every check with
 // and be accepted by the API server.
 type renderCase struct {
-	name   string
-	args   []string
-	want   []string // Kind/name (or Kind/namespace/name) that must be rendered
-	absent []string // kinds, or Kind/name, that must not be rendered
+	name        string
+	args        []string
+	clusterWide bool     // operator.clusterWide: which RBAC policy applies
+	want        []string // Kind/name (or Kind/namespace/name) that must be rendered
+	absent      []string // kinds, or Kind/name, that must not be rendered
 }
 
 var renderCases = []renderCase{
 	{
-		name: "defaults",
+		name: "defaults with one scan namespace",
+		args: scanTeamA,
 		want: []string{"Deployment/crowsnest-operator", "Deployment/crowsnest-results-api", "StatefulSet/crowsnest-nats",
 			"StatefulSet/crowsnest-postgres", "Secret/crowsnest-postgres", "Secret/crowsnest-results-api-write-token",
 			"Secret/crowsnest-nats-users", "Secret/crowsnest-nats-config",
-			"ClusterRole/crowsnest-operator", "CustomResourceDefinition/scanners.crowsnest.dev",
-			"ClusterRole/crowsnest-admin", "ClusterRole/crowsnest-view"},
+			"CustomResourceDefinition/scanners.crowsnest.dev", "ClusterRole/crowsnest-admin", "ClusterRole/crowsnest-view",
+			// The operator: a Role in the scan namespace, the review APIs cluster-wide.
+			"ClusterRole/crowsnest-operator", "ClusterRoleBinding/crowsnest-operator",
+			"Role/team-a/crowsnest-operator", "RoleBinding/team-a/crowsnest-operator",
+			"ClusterRole/crowsnest-metrics-reader", "ClusterRole/crowsnest-results-api", "ServiceAccount/team-a/crowsnest-scan",
+			// NetworkPolicies are on by default.
+			"NetworkPolicy/crowsnest-operator", "NetworkPolicy/crowsnest-results-api", "NetworkPolicy/crowsnest-nats",
+			"NetworkPolicy/crowsnest-postgres", "NetworkPolicy/team-a/crowsnest-scan"},
+		absent: []string{"ServiceMonitor", "PrometheusRule", "Ingress", "Scanner", "ConfigMap",
+			"ClusterRoleBinding/crowsnest-metrics-reader", "Role/crowsnest-system/crowsnest-operator"},
+	},
+	{
+		name:        "cluster-wide operator without scan namespaces",
+		args:        []string{"--set", "operator.clusterWide=true"},
+		clusterWide: true,
+		want:        []string{"ClusterRole/crowsnest-operator", "ClusterRoleBinding/crowsnest-operator", "ClusterRole/crowsnest-metrics-reader"},
 		// No scan namespaces: static admin token only, so results-api has no
-		// API access, and no scan ServiceAccount is created anywhere.
-		absent: []string{"ServiceMonitor", "PrometheusRule", "NetworkPolicy", "Ingress", "Scanner", "ConfigMap",
-			"ClusterRole/crowsnest-results-api", "ClusterRoleBinding/crowsnest-results-api", "ServiceAccount/crowsnest-scan"},
+		// API access, and no scan ServiceAccount or Role is created anywhere.
+		absent: []string{"RoleBinding/crowsnest-operator", "ClusterRole/crowsnest-results-api", "ClusterRoleBinding/crowsnest-results-api",
+			"ServiceAccount/crowsnest-scan", "NetworkPolicy/crowsnest-scan"},
+	},
+	{
+		name:        "cluster-wide operator with scan namespaces",
+		args:        withScan("--set", "operator.clusterWide=true"),
+		clusterWide: true,
+		want:        []string{"ClusterRole/crowsnest-operator", "ServiceAccount/team-a/crowsnest-scan", "NetworkPolicy/team-a/crowsnest-scan"},
+		absent:      []string{"Role/team-a/crowsnest-operator", "RoleBinding/team-a/crowsnest-operator"},
 	},
 	{
 		name:   "NATS users from an existing Secret",
-		args:   []string{"--set", "global.nats.users.existingSecret=my-nats-users"},
+		args:   withScan("--set", "global.nats.users.existingSecret=my-nats-users"),
 		want:   []string{"Secret/crowsnest-nats-config", "StatefulSet/crowsnest-nats"},
 		absent: []string{"Secret/crowsnest-nats-users"},
 	},
 	{
 		name:   "external NATS with per-component credentials",
-		args:   []string{"-f", "test/chart/testdata/values-external-nats-credentials.yaml"},
+		args:   withScan("-f", "test/chart/testdata/values-external-nats-credentials.yaml"),
 		want:   []string{"Deployment/crowsnest-operator", "Deployment/crowsnest-results-api"},
 		absent: []string{"StatefulSet/crowsnest-nats", "Secret/crowsnest-nats-users", "Secret/crowsnest-nats-config"},
 	},
 	{
 		name:   "external NATS and database",
-		args:   []string{"-f", "test/chart/testdata/values-external.yaml"},
+		args:   withScan("-f", "test/chart/testdata/values-external.yaml"),
 		want:   []string{"Deployment/crowsnest-operator", "Deployment/crowsnest-results-api"},
 		absent: []string{"StatefulSet", "PersistentVolumeClaim", "Secret"},
 	},
 	{
-		name:   "monitoring with the Prometheus Operator API",
-		args:   []string{"--set", "monitoring.enabled=true", "--api-versions", "monitoring.coreos.com/v1"},
-		want:   []string{"ServiceMonitor/crowsnest-operator", "ServiceMonitor/crowsnest-results-api", "PrometheusRule/crowsnest-monitoring", "ConfigMap/crowsnest-dashboard"},
-		absent: []string{"NetworkPolicy"},
+		name: "monitoring with the Prometheus Operator API",
+		args: withScan("--set", "monitoring.enabled=true", "--api-versions", "monitoring.coreos.com/v1",
+			"--set", "monitoring.prometheusServiceAccount.namespace=monitoring", "--set", "monitoring.prometheusServiceAccount.name=prometheus"),
+		want: []string{"ServiceMonitor/crowsnest-operator", "ServiceMonitor/crowsnest-results-api", "PrometheusRule/crowsnest-monitoring",
+			"ConfigMap/crowsnest-dashboard", "ClusterRoleBinding/crowsnest-metrics-reader"},
+	},
+	{
+		name: "operator metrics with a certificate Secret",
+		args: withScan("--set", "monitoring.enabled=true", "--api-versions", "monitoring.coreos.com/v1",
+			"--set", "operator.metrics.certSecret=crowsnest-operator-metrics-tls"),
+		want:   []string{"ServiceMonitor/crowsnest-operator"},
+		absent: []string{"ClusterRoleBinding/crowsnest-metrics-reader"},
 	},
 	{
 		name:   "monitoring without the API renders nothing of it",
-		args:   []string{"--set", "monitoring.enabled=true"},
+		args:   withScan("--set", "monitoring.enabled=true"),
 		absent: []string{"ServiceMonitor", "PrometheusRule", "ConfigMap/crowsnest-dashboard"},
 	},
 	{
 		name: "ingress",
-		args: []string{"--set", "resultsApi.ingress.enabled=true", "--set", "resultsApi.ingress.tlsSecretName=crowsnest-tls"},
+		args: withScan("--set", "resultsApi.ingress.enabled=true", "--set", "resultsApi.ingress.tlsSecretName=crowsnest-tls"),
 		want: []string{"Ingress/crowsnest-results-api"},
 	},
 	{
-		name: "network policies",
-		args: []string{"--set", "global.networkPolicy.enabled=true"},
-		want: []string{"NetworkPolicy/crowsnest-operator", "NetworkPolicy/crowsnest-results-api", "NetworkPolicy/crowsnest-nats", "NetworkPolicy/crowsnest-postgres"},
+		name:   "network policies off",
+		args:   withScan("--set", "global.networkPolicy.enabled=false"),
+		absent: []string{"NetworkPolicy"},
 	},
 	{
 		name: "Tilt dev values",
 		args: []string{"-f", "deploy/dev/values.yaml"},
-		want: []string{"Deployment/crowsnest-operator", "Scanner/demo/default"},
+		want: []string{"Deployment/crowsnest-operator", "Scanner/demo/default", "Role/demo/crowsnest-operator"},
 		// No generated Secret: helm template would make a new one on every
 		// Tiltfile reload. (The NATS configuration Secret is not generated:
 		// with existing passwords it only names environment variables.)
@@ -89,12 +128,12 @@ var renderCases = []renderCase{
 		args: []string{"-f", "test/chart/testdata/values-everything.yaml", "--api-versions", "monitoring.coreos.com/v1"},
 		want: []string{"Scanner/team-a/default", "Scanner/team-b/default", "ServiceAccount/team-a/crowsnest-scan",
 			"ClusterRole/crowsnest-results-api", "ClusterRoleBinding/crowsnest-results-api", "Ingress/crowsnest-results-api",
-			"ServiceMonitor/crowsnest-results-api", "NetworkPolicy/crowsnest-nats"},
+			"ServiceMonitor/crowsnest-results-api", "NetworkPolicy/crowsnest-nats", "Role/team-b/crowsnest-operator",
+			"NetworkPolicy/team-b/crowsnest-scan", "ClusterRoleBinding/crowsnest-metrics-reader"},
 	},
 }
 
 func TestRenderedChart(t *testing.T) {
-	policy := rbacPolicy(t, "crowsnest")
 	applier, err := NewApplier(apiCfg)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +167,7 @@ func TestRenderedChart(t *testing.T) {
 			}
 			problems = append(problems, CheckImages(pods)...)
 			problems = append(problems, CheckManifestSecrets(objs, pods)...)
-			rbacProblems, err := CheckRBAC(objs, policy)
+			rbacProblems, err := CheckRBAC(objs, rbacPolicy(t, "crowsnest", tc.clusterWide))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,7 +223,7 @@ func boolInt(b bool) int {
 func TestDryRunIsStrict(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	objs, err := Template(ctx, repoRoot, releaseNS)
+	objs, err := Template(ctx, repoRoot, releaseNS, scanTeamA...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +253,7 @@ func TestDryRunIsStrict(t *testing.T) {
 func TestResultsAPIReadsDatabaseFromSecret(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	objs, err := Template(ctx, repoRoot, releaseNS, "-f", "test/chart/testdata/values-external.yaml")
+	objs, err := Template(ctx, repoRoot, releaseNS, withScan("-f", "test/chart/testdata/values-external.yaml")...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,25 +304,43 @@ func TestResultsAPIReadsDatabaseFromSecret(t *testing.T) {
 	}
 }
 
-// rbacPolicy is exactly what each role of release holds: the operator's
-// generated ClusterRole and leader-election Role, results-api's
-// authorization, and the admin and view roles for people.
-func rbacPolicy(t *testing.T, release string) map[string]RolePolicy {
+// rbacPolicy is exactly what each role of release holds. The operator's
+// generated rules go all into its ClusterRole when clusterWide; otherwise
+// those on namespaced resources (as the API server's discovery says, not
+// as the chart splits them) into Role <release>-operator in each scan
+// namespace, and the rest (the review APIs) into its ClusterRole. Then its
+// leader-election Role, the metrics reader, results-api's authorization,
+// and the admin and view roles for people.
+func rbacPolicy(t *testing.T, release string, clusterWide bool) map[string]RolePolicy {
 	t.Helper()
 	policy := map[string]RolePolicy{
 		"ClusterRole/" + release + "-results-api": {Rules: ResultsAPIRules},
 		"ClusterRole/" + release + "-admin":       {Rules: AdminRules},
 		"ClusterRole/" + release + "-view":        {Rules: ViewRules, AggregateTo: []string{"view"}},
 	}
-	for id, file := range map[string]string{
-		"ClusterRole/" + release + "-operator":          OperatorRole,
-		"Role/" + release + "-operator-leader-election": LeaderElectionRole,
-	} {
+	load := func(file string) []rbacv1.PolicyRule {
 		rules, err := LoadRole(filepath.Join(repoRoot, file))
 		if err != nil {
 			t.Fatal(err)
 		}
-		policy[id] = RolePolicy{Rules: rules}
+		return rules
 	}
+	policy["Role/"+release+"-operator-leader-election"] = RolePolicy{Rules: load(LeaderElectionRole)}
+	policy["ClusterRole/"+release+"-metrics-reader"] = RolePolicy{Rules: load(MetricsReaderRole)}
+	operator := load(OperatorRole)
+	if clusterWide {
+		policy["ClusterRole/"+release+"-operator"] = RolePolicy{Rules: operator}
+		return policy
+	}
+	scope, err := DiscoveryScope(apiCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	namespaced, cluster, err := SplitByScope(operator, scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy["Role/"+release+"-operator"] = RolePolicy{Rules: namespaced}
+	policy["ClusterRole/"+release+"-operator"] = RolePolicy{Rules: cluster}
 	return policy
 }

@@ -101,14 +101,27 @@ func TestCheckRBAC(t *testing.T) {
 	admin := &rbacv1.ClusterRole{Rules: reports}
 	admin.Name = "people-admin"
 	admin.Labels = map[string]string{"rbac.authorization.k8s.io/aggregate-to-view": "true"}
+	// Non-resource URLs: exactly the policy's in a ClusterRole, one more in
+	// another, and any in a Role (which cannot grant them).
+	metrics := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
+	reader := &rbacv1.ClusterRole{Rules: metrics}
+	reader.Name = "metrics-reader"
+	scraper := &rbacv1.ClusterRole{Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics", "/healthz"}, Verbs: []string{"get"}}}}
+	scraper.Name = "scraper"
+	urls := &rbacv1.Role{Rules: metrics}
+	urls.Name = "urls"
 	problems, err := CheckRBAC([]*unstructured.Unstructured{
 		toObj(t, role, "ClusterRole"), toObj(t, leader, "Role"), toObj(t, binding, "ClusterRoleBinding"), toObj(t, stray, "Role"),
 		toObj(t, view, "ClusterRole"), toObj(t, admin, "ClusterRole"),
+		toObj(t, reader, "ClusterRole"), toObj(t, scraper, "ClusterRole"), toObj(t, urls, "Role"),
 	}, map[string]RolePolicy{
-		"ClusterRole/operator":     {Rules: generated},
-		"Role/leader":              {Rules: []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update"}}}},
-		"ClusterRole/view":         {Rules: reports, AggregateTo: []string{"view"}},
-		"ClusterRole/people-admin": {Rules: reports},
+		"ClusterRole/operator":       {Rules: generated},
+		"Role/leader":                {Rules: []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update"}}}},
+		"ClusterRole/view":           {Rules: reports, AggregateTo: []string{"view"}},
+		"ClusterRole/people-admin":   {Rules: reports},
+		"ClusterRole/metrics-reader": {Rules: metrics},
+		"ClusterRole/scraper":        {Rules: metrics},
+		"Role/urls":                  {Rules: metrics},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -117,13 +130,14 @@ func TestCheckRBAC(t *testing.T) {
 	for _, want := range []string{"get core/secrets beyond", "wildcard", "ClusterRole/operator lacks list core/pods",
 		"cluster-admin, which the chart does not define", "User mallory", "Role/stray grants get core/configmaps",
 		"ClusterRole/view is aggregated into the built-in edit role", "ClusterRole/view lacks label rbac.authorization.k8s.io/aggregate-to-view",
-		"ClusterRole/people-admin is aggregated into the built-in view role"} {
+		"ClusterRole/people-admin is aggregated into the built-in view role",
+		"ClusterRole/scraper grants get /healthz beyond", "Role/urls grants non-resource URLs [/metrics], which a Role cannot"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("problems %q miss %q", got, want)
 		}
 	}
-	if len(problems) != 9 {
-		t.Errorf("problems = %q, want 9 (pods get, leases get/update and the reports rules are as they should be)", problems)
+	if len(problems) != 11 {
+		t.Errorf("problems = %q, want 11 (pods get, leases get/update, the reports rules and metrics-reader are as they should be)", problems)
 	}
 }
 

@@ -108,7 +108,10 @@ func TestInstallKeepsGeneratedSecrets(t *testing.T) {
 	for _, w := range []string{"port-forward svc/crowsnest-results-api 8080:80", "kind: Scanner", `Scanner "default" in: team-a`, "crowsnest-results-api-write-token",
 		"--user reader", "get secret crowsnest-nats-users", "ServiceAccount crowsnest-scan",
 		"kubectl create clusterrolebinding crowsnest-admin-ci --clusterrole=crowsnest-admin --serviceaccount=ci:uploader",
-		"kubectl -n ci create token uploader --audience crowsnest-results-api", "ClusterRole crowsnest-view"} {
+		"kubectl -n ci create token uploader --audience crowsnest-results-api", "ClusterRole crowsnest-view",
+		"The operator watches only team-a (--watch-namespaces),\nwith a Role in each",
+		"only to bearer tokens allowed by\nClusterRole crowsnest-metrics-reader",
+		"kubectl create clusterrolebinding crowsnest-metrics-reader-prometheus --clusterrole=crowsnest-metrics-reader --serviceaccount=monitoring:prometheus-k8s"} {
 		if !strings.Contains(string(notes), w) {
 			t.Errorf("NOTES lack %q:\n%s", w, notes)
 		}
@@ -125,11 +128,15 @@ func TestNotesWithoutScanNamespaces(t *testing.T) {
 	defer cancel()
 	for _, tt := range []struct {
 		args []string
-		want string
+		want []string
 	}{
-		{nil, "No scan namespaces are configured (global.scan.namespaces): results-api\naccepts only the admin token, so scan Jobs cannot upload."},
-		{[]string{"--set", "global.scan.namespaces={team-a}", "--set", "resultsApi.auth.mode=static"},
-			"resultsApi.auth.mode is static: results-api accepts only the admin token, so\nscan Jobs cannot upload."},
+		{[]string{"--set", "operator.clusterWide=true"}, []string{
+			"No scan namespaces are configured (global.scan.namespaces): results-api\naccepts only the admin token, so scan Jobs cannot upload.",
+			"The operator watches every namespace (operator.clusterWide=true): its\nClusterRole may create Jobs"}},
+		{[]string{"--set", "global.scan.namespaces={team-a}", "--set", "resultsApi.auth.mode=static",
+			"--set", "monitoring.prometheusServiceAccount.namespace=monitoring", "--set", "monitoring.prometheusServiceAccount.name=prometheus"}, []string{
+			"resultsApi.auth.mode is static: results-api accepts only the admin token, so\nscan Jobs cannot upload.",
+			"The chart binds it to ServiceAccount monitoring/prometheus."}},
 	} {
 		args := append([]string{"install", "crowsnest", ChartDir, "--namespace", releaseNS, "--kubeconfig", writeKubeconfig(t), "--dry-run=client"}, tt.args...)
 		out, err := RunHelm(ctx, repoRoot, args...)
@@ -137,7 +144,7 @@ func TestNotesWithoutScanNamespaces(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, notes, _ := strings.Cut(string(out), "\nNOTES:\n")
-		for _, w := range []string{tt.want, "get secret crowsnest-results-api-write-token", "count only in tokenreview\n  mode"} {
+		for _, w := range append(tt.want, "get secret crowsnest-results-api-write-token", "count only in tokenreview\n  mode") {
 			if !strings.Contains(notes, w) {
 				t.Errorf("%v: NOTES lack %q:\n%s", tt.args, w, notes)
 			}

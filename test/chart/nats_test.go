@@ -56,7 +56,7 @@ func TestBundledNATSAuthorization(t *testing.T) {
 		{name: "passwords from an existing Secret", args: []string{"--set", "global.nats.users.existingSecret=my-nats-users"}, existing: "my-nats-users"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			objs, err := Template(ctx, repoRoot, releaseNS, tc.args...)
+			objs, err := Template(ctx, repoRoot, releaseNS, withScan(tc.args...)...)
 			if err != nil {
 				t.Fatal(err)
 			}

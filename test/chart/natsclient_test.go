@@ -52,7 +52,7 @@ func TestNATSClientCredentials(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			objs, err := Template(ctx, repoRoot, releaseNS, tc.args...)
+			objs, err := Template(ctx, repoRoot, releaseNS, withScan(tc.args...)...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,9 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
 
@@ -67,10 +70,10 @@ func LoadRole(path string) ([]rbacv1.PolicyRule, error) {
 // ClusterRole the chart may define to what it must hold (the operator's
 // generated files, ResultsAPIRules, AdminRules, ViewRules). A rendered role
 // must grant exactly its policy's permissions, no more and no fewer; a role
-// not in policy may grant nothing. Wildcards, aggregation rules and
-// non-resource URLs are refused outright, and aggregation labels must be
-// exactly the policy's. Bindings may only bind the chart's own roles to
-// ServiceAccounts.
+// not in policy may grant nothing. Non-resource URLs count like resources
+// (a Role cannot grant them at all). Wildcards and aggregation rules are
+// refused outright, and aggregation labels must be exactly the policy's.
+// Bindings may only bind the chart's own roles to ServiceAccounts.
 func CheckRBAC(objs []*unstructured.Unstructured, policy map[string]RolePolicy) ([]string, error) {
 	roles := map[string]bool{}
 	var problems []string
@@ -99,7 +102,7 @@ func CheckRBAC(objs []*unstructured.Unstructured, policy map[string]RolePolicy) 
 		for _, rule := range want.Rules {
 			for _, p := range expand(rule) {
 				if !granted[p] {
-					problems = append(problems, fmt.Sprintf("%s lacks %s %s/%s", id, p.verb, groupName(p.group), p.resource))
+					problems = append(problems, fmt.Sprintf("%s lacks %s", id, p))
 				}
 			}
 		}
@@ -153,16 +156,27 @@ func aggregationProblems(owner string, labels map[string]string, want []string) 
 	return problems
 }
 
-// permission is one (group, resource, verb) a rule grants.
-type permission struct{ group, resource, verb string }
+// permission is one (group, resource, verb) a rule grants, or one
+// (non-resource URL, verb).
+type permission struct{ group, resource, url, verb string }
+
+func (p permission) String() string {
+	if p.url != "" {
+		return p.verb + " " + p.url
+	}
+	return fmt.Sprintf("%s %s/%s", p.verb, groupName(p.group), p.resource)
+}
 
 func expand(rule rbacv1.PolicyRule) []permission {
 	var out []permission
-	for _, g := range rule.APIGroups {
-		for _, res := range rule.Resources {
-			for _, v := range rule.Verbs {
-				out = append(out, permission{g, res, v})
+	for _, v := range rule.Verbs {
+		for _, g := range rule.APIGroups {
+			for _, res := range rule.Resources {
+				out = append(out, permission{group: g, resource: res, verb: v})
 			}
+		}
+		for _, u := range rule.NonResourceURLs {
+			out = append(out, permission{url: u, verb: v})
 		}
 	}
 	return out
@@ -173,19 +187,19 @@ func expand(rule rbacv1.PolicyRule) []permission {
 // ways the comparison cannot see.
 func ruleProblems(owner string, rule rbacv1.PolicyRule, allowed []rbacv1.PolicyRule) []string {
 	var problems []string
-	if len(rule.NonResourceURLs) > 0 {
-		problems = append(problems, fmt.Sprintf("%s grants non-resource URLs %v", owner, rule.NonResourceURLs))
+	if len(rule.NonResourceURLs) > 0 && strings.HasPrefix(owner, "Role/") {
+		problems = append(problems, fmt.Sprintf("%s grants non-resource URLs %v, which a Role cannot", owner, rule.NonResourceURLs))
 	}
 	if len(rule.ResourceNames) > 0 {
 		problems = append(problems, fmt.Sprintf("%s has resourceNames %v, which this check does not compare", owner, rule.ResourceNames))
 	}
 	for _, p := range expand(rule) {
-		if p.group == "*" || p.resource == "*" || p.verb == "*" {
-			problems = append(problems, fmt.Sprintf("%s grants a wildcard (%q %q %q)", owner, p.group, p.resource, p.verb))
+		if p.group == "*" || p.resource == "*" || p.verb == "*" || strings.HasSuffix(p.url, "*") {
+			problems = append(problems, fmt.Sprintf("%s grants a wildcard (%q %q %q %q)", owner, p.group, p.resource, p.url, p.verb))
 			continue
 		}
 		if !grants(allowed, p) {
-			problems = append(problems, fmt.Sprintf("%s grants %s %s/%s beyond what it may hold", owner, p.verb, groupName(p.group), p.resource))
+			problems = append(problems, fmt.Sprintf("%s grants %s beyond what it may hold", owner, p))
 		}
 	}
 	return problems
@@ -193,11 +207,82 @@ func ruleProblems(owner string, rule rbacv1.PolicyRule, allowed []rbacv1.PolicyR
 
 func grants(rules []rbacv1.PolicyRule, p permission) bool {
 	for _, r := range rules {
-		if slices.Contains(r.APIGroups, p.group) && slices.Contains(r.Resources, p.resource) && slices.Contains(r.Verbs, p.verb) {
+		if !slices.Contains(r.Verbs, p.verb) {
+			continue
+		}
+		if p.url != "" && slices.Contains(r.NonResourceURLs, p.url) {
+			return true
+		}
+		if p.url == "" && slices.Contains(r.APIGroups, p.group) && slices.Contains(r.Resources, p.resource) {
 			return true
 		}
 	}
 	return false
+}
+
+// Scope tells whether group/resource is namespaced ("scanners/status" is
+// its parent's scope).
+type Scope func(group, resource string) (namespaced bool, err error)
+
+// DiscoveryScope asks the API server's discovery which resources are
+// namespaced.
+func DiscoveryScope(cfg *rest.Config) (Scope, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	lists, err := dc.ServerPreferredResources()
+	if err != nil {
+		return nil, fmt.Errorf("discover resources: %w", err)
+	}
+	namespaced := map[string]bool{} // group/resource -> namespaced
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range l.APIResources {
+			namespaced[gv.Group+"/"+r.Name] = r.Namespaced
+		}
+	}
+	return func(group, resource string) (bool, error) {
+		resource, _, _ = strings.Cut(resource, "/")
+		ns, ok := namespaced[group+"/"+resource]
+		if !ok {
+			return false, fmt.Errorf("the API server serves no resource %s/%s", groupName(group), resource)
+		}
+		return ns, nil
+	}, nil
+}
+
+// SplitByScope splits rules into those on namespaced resources (which a Role
+// grants) and those on cluster-scoped ones (which only a ClusterRole does),
+// independently of how the chart splits them. A rule spanning both scopes
+// is an error.
+func SplitByScope(rules []rbacv1.PolicyRule, scope Scope) (namespaced, cluster []rbacv1.PolicyRule, err error) {
+	for _, r := range rules {
+		var ns, cl int
+		for _, p := range expand(r) {
+			isNS, err := scope(p.group, p.resource)
+			if err != nil {
+				return nil, nil, err
+			}
+			if isNS {
+				ns++
+			} else {
+				cl++
+			}
+		}
+		switch {
+		case ns > 0 && cl > 0:
+			return nil, nil, fmt.Errorf("rule %v spans namespaced and cluster-scoped resources", r)
+		case ns > 0:
+			namespaced = append(namespaced, r)
+		default:
+			cluster = append(cluster, r)
+		}
+	}
+	return namespaced, cluster, nil
 }
 
 func groupName(g string) string {

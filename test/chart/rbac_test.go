@@ -26,7 +26,7 @@ func TestScanServiceAccount(t *testing.T) {
 		namespaces []string
 		allowed    string // --allowed-service-accounts; empty: static mode
 	}{
-		{name: "defaults, no scan namespaces", sa: "crowsnest-scan"},
+		{name: "no scan namespaces, cluster-wide", args: []string{"--set", "operator.clusterWide=true"}, sa: "crowsnest-scan"},
 		{name: "scan namespaces", args: []string{"--set", "global.scan.namespaces={team-a,team-b}"},
 			sa: "crowsnest-scan", namespaces: []string{"team-a", "team-b"}, allowed: "team-a/crowsnest-scan,team-b/crowsnest-scan"},
 		{name: "own name and an extra namespace", args: []string{"--set", "global.scan.namespaces={team-a}", "--set", "global.scan.serviceAccount=scan-bot",
@@ -101,7 +101,7 @@ func TestRBACPerMode(t *testing.T) {
 		args        []string
 		tokenreview bool
 	}{
-		{nil, false},
+		{[]string{"--set", "operator.clusterWide=true"}, false},
 		{[]string{"--set", "global.scan.namespaces={team-a}"}, true},
 		{[]string{"--set", "global.scan.namespaces={team-a}", "--set", "resultsApi.auth.mode=static"}, false},
 	} {
@@ -141,6 +141,72 @@ func TestRBACPerMode(t *testing.T) {
 	}
 }
 
+// TestOperatorScope: with scan namespaces the operator watches only those
+// (--watch-namespaces, each once) and holds a Role in each, bound to its own
+// ServiceAccount; cluster-wide (an explicit choice) it gets neither the flag
+// nor a Role. Without either the chart refuses to render (TestRejectedValues).
+func TestOperatorScope(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, tt := range []struct {
+		name  string
+		args  []string
+		watch []string // --watch-namespaces; nil: cluster-wide
+	}{
+		{"scan namespaces", []string{"--set", "global.scan.namespaces={team-a,team-b}"}, []string{"team-a", "team-b"}},
+		// The schema refuses duplicates; the templates drop them as well.
+		{"a duplicate, without the schema", []string{"--skip-schema-validation", "--set", "global.scan.namespaces={team-a,team-b,team-a}"}, []string{"team-a", "team-b"}},
+		{"cluster-wide with scan namespaces", []string{"--set", "global.scan.namespaces={team-a}", "--set", "operator.clusterWide=true"}, nil},
+		{"cluster-wide", []string{"--set", "operator.clusterWide=true"}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			objs, err := Template(ctx, repoRoot, releaseNS, tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var flags []string
+			for _, a := range container(t, objs, "Deployment/crowsnest-operator").Args {
+				if strings.HasPrefix(a, "--watch-namespaces") {
+					flags = append(flags, a)
+				}
+			}
+			var wantFlags []string
+			if tt.watch != nil {
+				wantFlags = []string{"--watch-namespaces=" + strings.Join(tt.watch, ",")}
+			}
+			if !slices.Equal(flags, wantFlags) {
+				t.Errorf("operator flags %q, want %q", flags, wantFlags)
+			}
+			var roles, bindings []string
+			for _, o := range objs {
+				if o.GetName() != "crowsnest-operator" {
+					continue
+				}
+				switch o.GetKind() {
+				case "Role":
+					roles = append(roles, o.GetNamespace())
+				case "RoleBinding":
+					var b rbacv1.RoleBinding
+					if err := fromUnstructured(o, &b); err != nil {
+						t.Fatal(err)
+					}
+					want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "crowsnest-operator", Namespace: releaseNS}}
+					if b.RoleRef.Kind != "Role" || b.RoleRef.Name != "crowsnest-operator" || !slices.Equal(b.Subjects, want) {
+						t.Errorf("RoleBinding %s/%s binds %+v to %+v, want Role crowsnest-operator to %+v", b.Namespace, b.Name, b.RoleRef, b.Subjects, want)
+					}
+					bindings = append(bindings, o.GetNamespace())
+				}
+			}
+			if !slices.Equal(roles, tt.watch) || !slices.Equal(bindings, tt.watch) {
+				t.Errorf("operator Roles in %q and RoleBindings in %q, want both in %q", roles, bindings, tt.watch)
+			}
+			if find(objs, "ClusterRole/crowsnest-operator") == nil || find(objs, "ClusterRoleBinding/crowsnest-operator") == nil {
+				t.Error("the operator's ClusterRole or its binding is missing")
+			}
+		})
+	}
+}
+
 // TestUserRoles: the admin and view ClusterRoles exist in every mode, hold
 // exactly their rules, only view is aggregated (into the built-in view), and
 // two releases share no cluster-scoped name.
@@ -153,7 +219,7 @@ func TestUserRoles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		policy := rbacPolicy(t, release)
+		policy := rbacPolicy(t, release, false)
 		for _, id := range []string{"ClusterRole/" + release + "-admin", "ClusterRole/" + release + "-view"} {
 			if find(objs, id) == nil {
 				t.Errorf("%s not rendered", id)

@@ -22,6 +22,7 @@ const (
 	ChartDir           = "helm/crowsnest"
 	OperatorRole       = "operator/config/rbac/role.yaml"
 	LeaderElectionRole = "operator/config/rbac/leader_election_role.yaml"
+	MetricsReaderRole  = "operator/config/rbac/metrics_reader_role.yaml"
 )
 
 // KubeVersion is the Kubernetes version charts are rendered for: the

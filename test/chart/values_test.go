@@ -31,7 +31,7 @@ func TestRejectedValues(t *testing.T) {
 		{"clustered bundled NATS", []string{"--set", "nats.replicas=3"}, "replicas"},
 		{"bad digest", []string{"--set", "operator.uploaderImage.digest=sha256:abc"}, "digest"},
 		{"NATS password as a value", []string{"--set", "global.nats.credentials.operator.password=hunter2"}, "password"},
-		{"NATS credentials for the bundled NATS", []string{"--set", "global.nats.credentials.operator.credsSecret.name=op"},
+		{"NATS credentials for the bundled NATS", withScan("--set", "global.nats.credentials.operator.credsSecret.name=op"),
 			"global.nats.credentials.operator is for an external NATS"},
 		{"NATS user without a password Secret", []string{"--set", "nats.enabled=false", "--set", "global.nats.url=nats://n:4222",
 			"--set", "global.nats.credentials.resultsApi.user=api"}, "resultsApi"},
@@ -40,8 +40,17 @@ func TestRejectedValues(t *testing.T) {
 		{"scan Pods as the default ServiceAccount", []string{"--set", "global.scan.serviceAccount=default"}, "/global/scan/serviceAccount"},
 		{"no scan ServiceAccount", []string{"--set", "global.scan.serviceAccount="}, "/global/scan/serviceAccount"},
 		// The templates refuse it too, for renders that skip the schema.
-		{"default ServiceAccount without the schema", []string{"--skip-schema-validation", "--set", "global.scan.serviceAccount=default"},
+		{"default ServiceAccount without the schema", withScan("--skip-schema-validation", "--set", "global.scan.serviceAccount=default"),
 			"must name a dedicated ServiceAccount"},
+		// Watching every namespace is a choice, never a default.
+		{"no scan namespaces and not cluster-wide", nil,
+			"global.scan.namespaces is empty: list the namespaces Crowsnest scans (the operator then gets a Role in each and watches only those), or set operator.clusterWide=true"},
+		{"no scan namespaces, without the schema", []string{"--skip-schema-validation"}, "global.scan.namespaces is empty"},
+		{"a duplicate scan namespace", []string{"--set", "global.scan.namespaces={team-a,team-a}"}, "/global/scan/namespaces"},
+		{"a scan namespace that is no DNS label", []string{"--set", "global.scan.namespaces={Team_A}"}, "/global/scan/namespaces/0"},
+		{"Prometheus ServiceAccount without a namespace", withScan("--set", "monitoring.prometheusServiceAccount.name=prometheus"),
+			"/monitoring/prometheusServiceAccount"},
+		{"no port for scan Pods' egress", withScan("--set", "global.networkPolicy.scanEgressPorts={}"), "scanEgressPorts"},
 		{"NATS creds and a user at once", []string{"--set", "nats.enabled=false", "--set", "global.nats.url=nats://n:4222",
 			"--set", "global.nats.credentials.operator.credsSecret.name=op", "--set", "global.nats.credentials.operator.user=op",
 			"--set", "global.nats.credentials.operator.passwordSecret.name=op"}, "operator"},
@@ -62,12 +71,14 @@ func TestRejectedValues(t *testing.T) {
 func TestHelmLint(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// The defaults alone do not render (no scan namespaces, not cluster-wide).
 	for _, args := range [][]string{
-		nil,
-		{"-f", "test/chart/testdata/values-external.yaml"},
+		scanTeamA,
+		{"--set", "operator.clusterWide=true"},
+		withScan("-f", "test/chart/testdata/values-external.yaml"),
 		{"-f", "test/chart/testdata/values-everything.yaml"},
-		{"-f", "test/chart/testdata/values-external-nats-credentials.yaml"},
-		{"--set", "global.nats.users.existingSecret=my-nats-users"},
+		withScan("-f", "test/chart/testdata/values-external-nats-credentials.yaml"),
+		withScan("--set", "global.nats.users.existingSecret=my-nats-users"),
 		{"-f", "deploy/dev/values.yaml"},
 	} {
 		if out, err := RunHelm(ctx, repoRoot, append([]string{"lint", "--strict", ChartDir}, args...)...); err != nil {

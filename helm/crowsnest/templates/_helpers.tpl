@@ -237,3 +237,21 @@ Call with the results-api subchart's context.
 {{- end -}}
 {{- $mode -}}
 {{- end -}}
+
+{{/*
+crowsnest.watchNamespaces: the namespaces the operator is limited to
+(--watch-namespaces): global.scan.namespaces, comma-separated, without
+duplicates; empty with operator.clusterWide. Without scan namespaces and
+without clusterWide the render fails: watching every namespace takes a
+ClusterRole that may create Jobs anywhere, a choice made explicitly. Call with
+the operator subchart's context (or a dict with Values.global and
+Values.clusterWide).
+*/}}
+{{- define "crowsnest.watchNamespaces" -}}
+{{- if not .Values.clusterWide -}}
+{{- if not .Values.global.scan.namespaces -}}
+{{- fail "global.scan.namespaces is empty: list the namespaces Crowsnest scans (the operator then gets a Role in each and watches only those), or set operator.clusterWide=true to let it watch every namespace with a ClusterRole that may create Jobs in any namespace" -}}
+{{- end -}}
+{{- join "," (uniq .Values.global.scan.namespaces) -}}
+{{- end -}}
+{{- end -}}

@@ -59,6 +59,13 @@ func Schema() ([]byte, error) {
 		map[string]any{"not": map[string]any{"allOf": []any{obj("credsSecret", obj("name", set)), obj("user", set)}}},
 	}
 
+	// A ServiceAccount reference names both its namespace and its name, or
+	// neither.
+	defs["ServiceAccountRef"].(map[string]any)["allOf"] = []any{
+		map[string]any{"if": obj("name", set), "then": obj("namespace", set)},
+		map[string]any{"if": obj("namespace", set), "then": obj("name", set)},
+	}
+
 	// Disabling a bundled backend requires pointing at an external one.
 	s["allOf"] = []any{
 		map[string]any{

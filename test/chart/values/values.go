@@ -22,7 +22,7 @@ type Global struct {
 
 // Scan says where scan Jobs run and as whom.
 type Scan struct {
-	Namespaces     []string `json:"namespaces" jsonschema:"description=Namespaces Crowsnest scans: their scan Pods may upload and defaultScanner creates Scanners there; empty: only the admin token may write"`
+	Namespaces     []string `json:"namespaces" jsonschema:"description=Namespaces Crowsnest scans: the operator watches only these (a Role in each) unless operator.clusterWide; their scan Pods may upload and defaultScanner creates Scanners there; empty only with operator.clusterWide,uniqueItems=true,pattern=^[a-z0-9]([-a-z0-9]*[a-z0-9])?$,maxLength=63"`
 	ServiceAccount string   `json:"serviceAccount" jsonschema:"description=ServiceAccount scan Pods run as; the chart creates it without permissions in every scan namespace; never default,pattern=^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$,maxLength=253"`
 }
 
@@ -68,11 +68,13 @@ type SecretKey struct {
 	Key  string `json:"key" jsonschema:"minLength=1"`
 }
 
-// NetworkPolicy switches the chart's NetworkPolicies on.
+// NetworkPolicy switches the chart's NetworkPolicies on and says where the
+// kube-apiserver and the registries are.
 type NetworkPolicy struct {
-	Enabled        bool     `json:"enabled"`
-	APIServerCIDRs []string `json:"apiServerCIDRs" jsonschema:"description=CIDRs of the kube-apiserver for the operator's egress; empty allows any destination"`
-	APIServerPorts []int    `json:"apiServerPorts" jsonschema:"minItems=1"`
+	Enabled         bool     `json:"enabled" jsonschema:"description=NetworkPolicies that allow only Crowsnest's own flows (on by default)"`
+	APIServerCIDRs  []string `json:"apiServerCIDRs" jsonschema:"description=CIDRs of the kube-apiserver for the operator's and results-api's egress (its endpoint addresses); empty allows any destination on apiServerPorts"`
+	APIServerPorts  []int    `json:"apiServerPorts" jsonschema:"minItems=1"`
+	ScanEgressPorts []int    `json:"scanEgressPorts" jsonschema:"description=Ports scan Pods may reach on any address: image registries and Grype's vulnerability database,minItems=1"`
 }
 
 // Image is a pinned container image: a tag other than latest, or a digest.
@@ -100,9 +102,17 @@ type Component struct {
 // Operator is the operator subchart.
 type Operator struct {
 	Component
-	LeaderElect   bool  `json:"leaderElect"`
-	UploaderImage Image `json:"uploaderImage" jsonschema:"description=Image of the scan Jobs' uploader container"`
-	GrypeImage    Image `json:"grypeImage" jsonschema:"description=Grype image of the scan Jobs (a Scanner's spec.grypeImage overrides it)"`
+	ClusterWide   bool            `json:"clusterWide" jsonschema:"description=Watch and create scan Jobs in every namespace with a ClusterRole; false (default): only in global.scan.namespaces with a Role in each (--watch-namespaces)"`
+	Metrics       OperatorMetrics `json:"metrics"`
+	LeaderElect   bool            `json:"leaderElect"`
+	UploaderImage Image           `json:"uploaderImage" jsonschema:"description=Image of the scan Jobs' uploader container"`
+	GrypeImage    Image           `json:"grypeImage" jsonschema:"description=Grype image of the scan Jobs (a Scanner's spec.grypeImage overrides it)"`
+}
+
+// OperatorMetrics is the operator's /metrics endpoint: HTTPS, and only for
+// bearer tokens allowed to get the non-resource URL /metrics.
+type OperatorMetrics struct {
+	CertSecret string `json:"certSecret" jsonschema:"description=kubernetes.io/tls Secret (tls.crt tls.key ca.crt) for /metrics instead of a self-signed certificate; the ServiceMonitor then verifies it with ca.crt,pattern=^$|^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$,maxLength=253"`
 }
 
 // ResultsAPI is the results-api subchart.
@@ -174,11 +184,18 @@ type Postgres struct {
 
 // Monitoring is the Prometheus Operator integration.
 type Monitoring struct {
-	Enabled   bool              `json:"enabled"`
-	Labels    map[string]string `json:"labels"`
-	Interval  string            `json:"interval" jsonschema:"pattern=^[0-9]+(ms|s|m|h)$"`
-	Rules     Rules             `json:"rules"`
-	Dashboard Dashboard         `json:"dashboard"`
+	Enabled                  bool              `json:"enabled"`
+	Labels                   map[string]string `json:"labels"`
+	PrometheusServiceAccount ServiceAccountRef `json:"prometheusServiceAccount" jsonschema:"description=Prometheus's ServiceAccount: the chart binds it to ClusterRole <release>-metrics-reader; empty: bind it yourself"`
+	Interval                 string            `json:"interval" jsonschema:"pattern=^[0-9]+(ms|s|m|h)$"`
+	Rules                    Rules             `json:"rules"`
+	Dashboard                Dashboard         `json:"dashboard"`
+}
+
+// ServiceAccountRef names a ServiceAccount in any namespace.
+type ServiceAccountRef struct {
+	Namespace string `json:"namespace" jsonschema:"pattern=^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$,maxLength=63"`
+	Name      string `json:"name" jsonschema:"pattern=^$|^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$,maxLength=253"`
 }
 
 // Rules are the PrometheusRule thresholds.
