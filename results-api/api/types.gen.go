@@ -188,7 +188,7 @@ type Digest = string
 // Error defines model for Error.
 type Error struct {
 	Error struct {
-		// Code Stable machine-readable code, e.g. invalid_digest, invalid_bom, not_cyclonedx, too_large, unsupported_media_type, unauthorized, forbidden, not_found.
+		// Code Stable machine-readable code, e.g. invalid_digest, invalid_bom, not_cyclonedx, too_large, too_many_findings, unsupported_media_type, unauthorized, forbidden, not_found, busy, db_timeout, auth_unavailable, too_many_connections.
 		Code      string  `json:"code"`
 		Message   string  `json:"message"`
 		RequestId *string `json:"requestId,omitempty"`
@@ -415,9 +415,6 @@ type Vulnerability struct {
 	Url         *string         `json:"url,omitempty"`
 }
 
-// AuthUnavailable defines model for AuthUnavailable.
-type AuthUnavailable = Error
-
 // BadRequest defines model for BadRequest.
 type BadRequest = Error
 
@@ -430,8 +427,14 @@ type NotFound = Error
 // TooLarge defines model for TooLarge.
 type TooLarge = Error
 
+// TooManyConnections defines model for TooManyConnections.
+type TooManyConnections = Error
+
 // Unauthorized defines model for Unauthorized.
 type Unauthorized = Error
+
+// Unavailable defines model for Unavailable.
+type Unavailable = Error
 
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = Error

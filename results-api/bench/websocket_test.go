@@ -30,7 +30,8 @@ const (
 )
 
 // BenchmarkWebSocketFanout sends one event per op through the real hub (with
-// the service's default options) to 1,000 real WebSocket clients (smoke
+// the service's default options, but for the per-address cap: all clients
+// come from one address) to 1,000 real WebSocket clients (smoke
 // mode: 20) over loopback and measures, for each of the 999 reading
 // clients, the time from Broadcast to the frame being read. Client 0 is
 // stalled: it never reads, its receive buffer is 4 KiB and its server-side
@@ -49,7 +50,9 @@ func BenchmarkWebSocketFanout(b *testing.B) {
 	var sent, goneAt atomic.Int64 // events sent; event at which the stalled client left
 	var readersUp atomic.Bool
 	h := hub.New(hub.Options{
-		OnDrop: func() { dropped.Store(true) },
+		// Every client dials from 127.0.0.1: lift the per-address cap.
+		MaxClientsPerAddr: wsClients,
+		OnDrop:            func() { dropped.Store(true) },
 		OnClients: func(n int) {
 			if readersUp.Load() && n == wsClients-1 {
 				goneAt.CompareAndSwap(0, sent.Load())

@@ -22,8 +22,11 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/authz"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/httpapi"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/hub"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/ingest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/service"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/ui"
 )
 
@@ -36,6 +39,9 @@ type options struct {
 	kubeconfig, rematchSAs, scanSA                string
 	maxBOMBytes                                   int64
 	shutdownTimeout                               time.Duration
+	limits                                        httpapi.Limits
+	statementTimeout                              time.Duration
+	maxWSClients, maxWSClientsPerIP               int
 }
 
 // bindFlags registers every flag on fs with its CROWSNEST_* default from getenv.
@@ -67,7 +73,40 @@ func bindFlags(fs *flag.FlagSet, o *options, getenv func(string) string) {
 	fs.StringVar(&o.rematchSAs, "rematch-service-accounts", env("CROWSNEST_REMATCH_SERVICE_ACCOUNTS", ""), "comma-separated namespace/name service accounts (the matcher) that may replace existing reports in tokenreview mode (env CROWSNEST_REMATCH_SERVICE_ACCOUNTS)")
 	fs.StringVar(&o.scanSA, "scan-service-account", env("CROWSNEST_SCAN_SERVICE_ACCOUNT", ""), "service account scan Pods run as; uploads from Pods running as another are refused (empty: any) (env CROWSNEST_SCAN_SERVICE_ACCOUNT)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", env("CROWSNEST_KUBECONFIG", ""), "kubeconfig for TokenReview; empty uses the in-cluster config (env CROWSNEST_KUBECONFIG)")
+	bindLimitFlags(fs, o, env)
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", envDuration(env("CROWSNEST_SHUTDOWN_TIMEOUT", ""), 20*time.Second), "time to finish requests on SIGTERM (env CROWSNEST_SHUTDOWN_TIMEOUT)")
+}
+
+// bindLimitFlags registers the flags that bound what clients can make the
+// server hold: time per request, memory per budget, findings, database
+// statement time and WebSocket clients.
+func bindLimitFlags(fs *flag.FlagSet, o *options, env func(k, def string) string) {
+	l := &o.limits
+	fs.DurationVar(&l.RequestTimeout, "request-timeout", envDuration(env("CROWSNEST_REQUEST_TIMEOUT", ""), httpapi.DefaultRequestTimeout), "read and write deadline of ordinary requests; it also cancels their database work (env CROWSNEST_REQUEST_TIMEOUT)")
+	fs.DurationVar(&l.UploadTimeout, "upload-timeout", envDuration(env("CROWSNEST_UPLOAD_TIMEOUT", ""), httpapi.DefaultUploadTimeout), "deadline of a report upload: body, parse and store (env CROWSNEST_UPLOAD_TIMEOUT)")
+	fs.DurationVar(&l.DownloadTimeout, "download-timeout", envDuration(env("CROWSNEST_DOWNLOAD_TIMEOUT", ""), httpapi.DefaultDownloadTimeout), "deadline of a BOM download (env CROWSNEST_DOWNLOAD_TIMEOUT)")
+	fs.Int64Var(&l.IngestMemory, "ingest-memory-bytes", envInt(env("CROWSNEST_INGEST_MEMORY_BYTES", ""), httpapi.DefaultIngestMemory), "memory uploads in flight may hold together; an upload is charged its compressed bytes plus 4x its BOM size (env CROWSNEST_INGEST_MEMORY_BYTES)")
+	fs.Int64Var(&l.ReadMemory, "read-memory-bytes", envInt(env("CROWSNEST_READ_MEMORY_BYTES", ""), httpapi.DefaultReadMemory), "memory BOM downloads and report details in flight may hold together (env CROWSNEST_READ_MEMORY_BYTES)")
+	fs.DurationVar(&l.MemoryWait, "memory-wait", envDuration(env("CROWSNEST_MEMORY_WAIT", ""), httpapi.DefaultMemoryWait), "how long a request waits for memory before 503 with Retry-After (env CROWSNEST_MEMORY_WAIT)")
+	fs.IntVar(&l.MaxFindings, "max-findings", int(envInt(env("CROWSNEST_MAX_FINDINGS", ""), ingest.DefaultMaxFindings)), "largest accepted number of findings per report; more is refused with 413 (env CROWSNEST_MAX_FINDINGS)")
+	fs.DurationVar(&o.statementTimeout, "statement-timeout", envDuration(env("CROWSNEST_STATEMENT_TIMEOUT", ""), store.DefaultStatementTimeout), "Postgres statement_timeout of every query; a timed-out request gets 503 (env CROWSNEST_STATEMENT_TIMEOUT)")
+	fs.IntVar(&o.maxWSClients, "max-websocket-clients", int(envInt(env("CROWSNEST_MAX_WEBSOCKET_CLIENTS", ""), hub.DefaultMaxClients)), "WebSocket clients served at once; more get 503 (env CROWSNEST_MAX_WEBSOCKET_CLIENTS)")
+	fs.IntVar(&o.maxWSClientsPerIP, "max-websocket-clients-per-ip", int(envInt(env("CROWSNEST_MAX_WEBSOCKET_CLIENTS_PER_IP", ""), hub.DefaultMaxClientsPerAddr)), "WebSocket clients per source address (behind a proxy: the proxy's); more get 429 (env CROWSNEST_MAX_WEBSOCKET_CLIENTS_PER_IP)")
+}
+
+// checkLimits refuses limits that would turn a protection off.
+func checkLimits(o *options) error {
+	l := o.limits
+	for name, v := range map[string]int64{"request-timeout": int64(l.RequestTimeout), "upload-timeout": int64(l.UploadTimeout),
+		"download-timeout": int64(l.DownloadTimeout), "ingest-memory-bytes": l.IngestMemory, "read-memory-bytes": l.ReadMemory,
+		"memory-wait": int64(l.MemoryWait), "max-findings": int64(l.MaxFindings), "statement-timeout": int64(o.statementTimeout),
+		"max-websocket-clients": int64(o.maxWSClients), "max-websocket-clients-per-ip": int64(o.maxWSClientsPerIP),
+		"max-bom-bytes": o.maxBOMBytes} {
+		if v <= 0 {
+			return fmt.Errorf("--%s must be positive", name)
+		}
+	}
+	return nil
 }
 
 func parseFlags(args []string, getenv func(string) string, out io.Writer) (*options, error) {
@@ -76,6 +115,9 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (*opti
 	fs.SetOutput(out)
 	bindFlags(fs, o, getenv)
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := checkLimits(o); err != nil {
 		return nil, err
 	}
 	var err error
@@ -156,7 +198,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	cfg := service.Config{DatabaseURL: o.databaseURL, NATSURL: o.natsURL, NATSConnect: natsConnect, WriteToken: o.writeToken,
-		MaxBOMBytes: o.maxBOMBytes, OriginPatterns: origins, UI: ui.Handler(uiFS), Logger: log}
+		MaxBOMBytes: o.maxBOMBytes, OriginPatterns: origins, UI: ui.Handler(uiFS), Logger: log,
+		Limits: o.limits, StatementTimeout: o.statementTimeout,
+		MaxWebSocketClients: o.maxWSClients, MaxWebSocketClientsPerAddr: o.maxWSClientsPerIP}
 	switch o.authMode {
 	case "static":
 		if o.writeToken == "" {
@@ -179,11 +223,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	// Read and write deadlines are per route (httpapi.Limits): a server-wide
+	// one would cut BOM downloads and WebSockets short.
 	srv := &http.Server{Handler: svc.Handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info("serving", "addr", ln.Addr().String(), "events", o.natsURL != "", "max_bom_bytes", o.maxBOMBytes)
+	log.Info("serving", "addr", ln.Addr().String(), "events", o.natsURL != "", "max_bom_bytes", o.maxBOMBytes,
+		"ingest_memory_bytes", o.limits.IngestMemory, "read_memory_bytes", o.limits.ReadMemory, "max_findings", o.limits.MaxFindings)
 
 	select {
 	case err := <-errc:

@@ -11,13 +11,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/test/support"
 
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/bomtest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/httpapi"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -55,6 +57,10 @@ func TestFlagsEnvDefaults(t *testing.T) {
 		"CROWSNEST_LISTEN": "127.0.0.1:9999", "CROWSNEST_DATABASE_URL_FILE": dbFile, "CROWSNEST_NATS_URL": "nats://n:4222",
 		"CROWSNEST_WRITE_TOKEN_FILE": tokenFile, "CROWSNEST_MAX_BOM_BYTES": "1234", "CROWSNEST_UI_DIR": "/ui",
 		"CROWSNEST_ALLOWED_ORIGINS": "a.example", "CROWSNEST_LOG_LEVEL": "debug", "CROWSNEST_SHUTDOWN_TIMEOUT": "3s",
+		"CROWSNEST_REQUEST_TIMEOUT": "11s", "CROWSNEST_UPLOAD_TIMEOUT": "12s", "CROWSNEST_DOWNLOAD_TIMEOUT": "13s",
+		"CROWSNEST_INGEST_MEMORY_BYTES": "1000", "CROWSNEST_READ_MEMORY_BYTES": "2000", "CROWSNEST_MEMORY_WAIT": "4s",
+		"CROWSNEST_MAX_FINDINGS": "7", "CROWSNEST_STATEMENT_TIMEOUT": "2s", "CROWSNEST_MAX_WEBSOCKET_CLIENTS": "50",
+		"CROWSNEST_MAX_WEBSOCKET_CLIENTS_PER_IP": "5",
 	}
 	o, err := parseFlags(nil, envMap(env), io.Discard)
 	if err != nil {
@@ -63,7 +69,10 @@ func TestFlagsEnvDefaults(t *testing.T) {
 	want := options{listen: "127.0.0.1:9999", databaseURL: "postgres://from-file/db", databaseURLFile: dbFile,
 		natsURL: "nats://n:4222", writeToken: "file-token", writeTokenFile: tokenFile, uiDir: "/ui", logLevel: "debug",
 		origins: "a.example", maxBOMBytes: 1234, shutdownTimeout: 3 * time.Second,
-		authMode: "static", audience: "crowsnest-results-api"}
+		authMode: "static", audience: "crowsnest-results-api",
+		limits: httpapi.Limits{RequestTimeout: 11 * time.Second, UploadTimeout: 12 * time.Second, DownloadTimeout: 13 * time.Second,
+			IngestMemory: 1000, ReadMemory: 2000, MemoryWait: 4 * time.Second, MaxFindings: 7},
+		statementTimeout: 2 * time.Second, maxWSClients: 50, maxWSClientsPerIP: 5}
 	if *o != want {
 		t.Fatalf("env defaults:\n got %+v\nwant %+v", *o, want)
 	}
@@ -77,6 +86,17 @@ func TestFlagsEnvDefaults(t *testing.T) {
 		o.listen != ":8080" || o.maxBOMBytes != 32<<20 || o.shutdownTimeout != 20*time.Second || o.writeToken != "" {
 		t.Fatalf("built-in defaults: %+v, %v", o, err)
 	}
+	wantLimits := httpapi.Limits{RequestTimeout: 30 * time.Second, UploadTimeout: 2 * time.Minute, DownloadTimeout: 5 * time.Minute,
+		IngestMemory: 192 << 20, ReadMemory: 64 << 20, MemoryWait: 5 * time.Second, MaxFindings: 50000}
+	if o.limits != wantLimits || o.statementTimeout != 15*time.Second || o.maxWSClients != 1000 || o.maxWSClientsPerIP != 20 {
+		t.Fatalf("built-in limits: %+v, statement timeout %v, websocket clients %d, per IP %d",
+			o.limits, o.statementTimeout, o.maxWSClients, o.maxWSClientsPerIP)
+	}
+	for _, off := range []string{"--max-findings=0", "--ingest-memory-bytes=-1", "--statement-timeout=0s", "--max-websocket-clients-per-ip=0"} {
+		if _, err := parseFlags([]string{off}, envMap(env), io.Discard); err == nil || !strings.Contains(err.Error(), "must be positive") {
+			t.Errorf("%s: %v, want a refusal", off, err)
+		}
+	}
 	if _, err := parseFlags(nil, envMap(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "no database") {
 		t.Fatalf("missing database: %v", err)
 	}
@@ -85,25 +105,12 @@ func TestFlagsEnvDefaults(t *testing.T) {
 	}
 }
 
-// syncBuffer is the log sink; run writes from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // started runs run() in the background and returns the served base URL,
 // the log and a stop function that cancels and returns run's error.
-func started(t *testing.T, args []string, env map[string]string) (string, *syncBuffer, func() error) {
+func started(t *testing.T, args []string, env map[string]string) (string, *support.Buffer, func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
+	logs := &support.Buffer{}
 	errc := make(chan error, 1)
 	go func() { errc <- run(ctx, args, envMap(env), logs) }()
 	stop := func() error {

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/hub"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/ingest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
@@ -17,14 +19,20 @@ import (
 
 // apiError is an error with its HTTP status and stable code.
 type apiError struct {
-	status int
-	code   string
-	msg    string
+	status     int
+	code       string
+	msg        string
+	retryAfter time.Duration // sent as Retry-After when set
+	// refusal marks a 5xx that is a limit doing its job (not logged as
+	// a failure; the limit_refusals_total metric counts it).
+	refusal bool
 }
 
 func (e *apiError) Error() string { return e.msg }
 
-func newError(status int, code, msg string) *apiError { return &apiError{status, code, msg} }
+func newError(status int, code, msg string) *apiError {
+	return &apiError{status: status, code: code, msg: msg}
+}
 
 var (
 	errNotFoundRoute    = newError(http.StatusNotFound, "not_found", "no such route")
@@ -57,6 +65,8 @@ func errorFor(err error) *apiError {
 		return newError(http.StatusBadRequest, "invalid_query", err.Error())
 	case errors.Is(err, ingest.ErrEmpty):
 		return newError(http.StatusBadRequest, "empty_body", "the request has no body: send the CycloneDX JSON")
+	case errors.Is(err, ingest.ErrTooManyFindings):
+		return newError(http.StatusRequestEntityTooLarge, "too_many_findings", err.Error()+" findings; the limit is the server's --max-findings")
 	case errors.Is(err, ingest.ErrTooLarge), errors.As(err, &mbe):
 		return newError(http.StatusRequestEntityTooLarge, "too_large", err.Error())
 	case errors.Is(err, ingest.ErrUnsupportedEncoding):
@@ -69,6 +79,19 @@ func errorFor(err error) *apiError {
 		return newError(http.StatusBadRequest, "not_cyclonedx", err.Error())
 	case errors.Is(err, ingest.ErrInvalidBOM):
 		return newError(http.StatusBadRequest, "invalid_bom", err.Error())
+	case errors.Is(err, store.ErrTimeout):
+		return &apiError{status: http.StatusServiceUnavailable, code: "db_timeout",
+			msg: "the database did not answer in time; retry later", retryAfter: 5 * time.Second}
+	case errors.Is(err, hub.ErrTooManyFromAddr):
+		return newError(http.StatusTooManyRequests, "too_many_connections", "too many WebSocket connections from this address")
+	case errors.Is(err, hub.ErrTooManyClients), errors.Is(err, hub.ErrClosed):
+		return &apiError{status: http.StatusServiceUnavailable, code: "too_many_connections",
+			msg: "the server has no room for another WebSocket connection; retry later", retryAfter: 30 * time.Second, refusal: true}
+	// Seldom seen by the client: its connection's deadline has passed.
+	case errors.Is(err, ingest.ErrBodyTimeout):
+		return newError(http.StatusRequestTimeout, "request_timeout", err.Error())
+	case errors.Is(err, ingest.ErrIncomplete):
+		return newError(http.StatusBadRequest, "incomplete_body", err.Error())
 	case errors.Is(err, context.Canceled):
 		return newError(499, "canceled", "request canceled")
 	case errors.Is(err, context.DeadlineExceeded):
@@ -88,9 +111,12 @@ type errorBody struct {
 // writeError writes err as the JSON error body. 5xx errors are logged.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ae := errorFor(err)
-	if ae.status >= 500 {
+	if ae.status >= 500 && !ae.refusal {
 		slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path,
 			"request_id", middleware.GetReqID(r.Context()), "error", err)
+	}
+	if ae.retryAfter > 0 {
+		w.Header().Set("Retry-After", retryAfterSeconds(ae.retryAfter))
 	}
 	var b errorBody
 	b.Error.Code, b.Error.Message, b.Error.RequestID = ae.code, ae.msg, middleware.GetReqID(r.Context())

@@ -3,10 +3,13 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -49,16 +52,17 @@ func (s *Server) putReport(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, newError(http.StatusBadRequest, "invalid_image", "image reference longer than 1024 bytes"))
 		return
 	}
-	// The wire limit equals the decompressed limit: gzip only ever shrinks
-	// JSON, and ReadBody bounds the decompressed size separately.
-	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBOMBytes)
-	raw, err := ingest.ReadBody(body, r.Header.Get("Content-Encoding"), s.cfg.MaxBOMBytes)
+	raw, release, err := s.readUpload(w, r)
 	if err != nil {
 		s.reject(w, r, err)
 		return
 	}
-	rep, err := ingest.Parse(raw, ingest.Options{Digest: digest, Image: image, Now: time.Now()})
+	defer release()
+	rep, err := ingest.Parse(raw, ingest.Options{Digest: digest, Image: image, Now: time.Now(), MaxFindings: s.cfg.Limits.MaxFindings})
 	if err != nil {
+		if errors.Is(err, ingest.ErrTooManyFindings) {
+			s.cfg.Metrics.LimitRefusals.WithLabelValues("findings").Inc()
+		}
 		s.reject(w, r, err)
 		return
 	}
@@ -86,6 +90,54 @@ func (s *Server) putReport(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, api.NewReportSummary(res.Summary))
 }
 
+// readUpload reads and decompresses a PUT body within the ingest budget:
+// first the wire bytes (the Content-Length, or the size limit when it is
+// unknown), then IngestCostFactor times the BOM size for decoding it, so
+// a gzip upload is charged for what its trailer declares, not for the
+// largest BOM possible. release returns the budget once the report is
+// stored or refused; nothing is allocated before the budget admits it.
+func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (raw []byte, release func(), err error) {
+	maxBytes := s.cfg.MaxBOMBytes
+	if r.ContentLength > maxBytes {
+		return nil, nil, fmt.Errorf("%w: Content-Length %d, the limit is %d bytes", ingest.ErrTooLarge, r.ContentLength, maxBytes)
+	}
+	first := maxBytes // the wire bytes, unknown before they are read
+	if r.ContentLength >= 0 {
+		first = r.ContentLength
+		if enc := r.Header.Get("Content-Encoding"); enc == "" || strings.EqualFold(enc, "identity") {
+			first *= IngestCostFactor // all of it at once: this is the final size
+		}
+	}
+	lease, err := s.ingest.take(r.Context(), first)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The wire limit equals the decompressed limit: gzip only ever shrinks
+	// JSON, and the decompressed size is bounded separately.
+	wire, err := ingest.ReadWire(http.MaxBytesReader(w, r.Body, maxBytes), r.Header.Get("Content-Encoding"), r.ContentLength, maxBytes)
+	if err == nil {
+		err = lease.resize(r.Context(), ingestCost(wire))
+	}
+	if err == nil {
+		raw, err = wire.Decode()
+	}
+	if err != nil {
+		lease.release()
+		return nil, nil, err
+	}
+	return raw, lease.release, nil
+}
+
+// ingestCost is the memory an upload holds from decoding to storing: its
+// wire bytes when compressed (kept until decoded) and the BOM's decoding.
+func ingestCost(w *ingest.Wire) int64 {
+	c := IngestCostFactor * w.Size()
+	if w.Len() != w.Size() {
+		c += w.Len()
+	}
+	return c
+}
+
 func (s *Server) reject(w http.ResponseWriter, r *http.Request, err error) {
 	s.cfg.Metrics.ReportsIngested.WithLabelValues("rejected").Inc()
 	writeError(w, r, err)
@@ -106,6 +158,17 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, newError(http.StatusBadRequest, "invalid_query", "sort must be severity, id or package"))
 		return
 	}
+	sum, err := s.cfg.Store.GetSummary(r.Context(), digest)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	lease, err := s.read.take(r.Context(), int64(sum.Findings)*DetailCostPerFinding)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	defer lease.release()
 	rep, err := s.cfg.Store.GetReport(r.Context(), digest, order)
 	if err != nil {
 		writeError(w, r, err)
@@ -114,21 +177,40 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, api.NewReportDetail(rep))
 }
 
+// getBOM streams the BOM: the store hands out a decompressing reader over
+// the compressed bytes, within the read budget, and io.Copy writes it as
+// it is decompressed.
 func (s *Server) getBOM(w http.ResponseWriter, r *http.Request) {
 	digest, err := digestParam(r)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	raw, err := s.cfg.Store.GetBOM(r.Context(), digest)
+	info, err := s.cfg.Store.StatBOM(r.Context(), digest)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
+	lease, err := s.read.take(r.Context(), info.ReadMemory())
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	defer lease.release()
+	bom, err := s.cfg.Store.OpenBOM(r.Context(), digest)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	defer bom.Close()
 	w.Header().Set("Content-Type", "application/vnd.cyclonedx+json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(raw)))
+	w.Header().Set("Content-Length", strconv.FormatInt(bom.Size, 10))
 	w.Header().Set("Content-Disposition", `attachment; filename="`+digest[7:19]+`.cdx.json"`)
-	_, _ = w.Write(raw)
+	if n, err := io.Copy(w, bom); err != nil {
+		// The status is sent: all that is left is to cut the response
+		// short, which the missing bytes of Content-Length tell the client.
+		s.cfg.Logger.DebugContext(r.Context(), "bom download cut short", "digest", digest, "sent", n, "size", bom.Size, "error", err)
+	}
 }
 
 func (s *Server) deleteReport(w http.ResponseWriter, r *http.Request) {

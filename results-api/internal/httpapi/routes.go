@@ -13,7 +13,8 @@ import (
 // and method of api/openapi.yaml; TestRoutesMatchOpenAPI holds them together.
 func (s *Server) Routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, s.requestIDHeader, s.recoverer, s.observe)
+	lim := s.cfg.Limits
+	r.Use(middleware.RequestID, s.requestIDHeader, s.recoverer, s.observe, deadline(lim.RequestTimeout))
 
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
@@ -25,16 +26,17 @@ func (s *Server) Routes() chi.Router {
 			r.Get("/", s.listReports)
 			r.With(s.limitBody(lookupBodyLimit)).Post("/lookup", s.lookupReports)
 			r.Route("/{digest}", func(r chi.Router) {
-				r.With(s.requireWriter).Put("/", s.putReport)
+				r.With(deadline(lim.UploadTimeout), s.requireWriter).Put("/", s.putReport)
 				r.Get("/", s.getReport)
 				r.With(s.requireWriter).Delete("/", s.deleteReport)
-				r.Get("/bom", s.getBOM)
+				r.With(deadline(lim.DownloadTimeout)).Get("/bom", s.getBOM)
 			})
 		})
 		r.Get("/vulnerabilities/{id}", s.getVulnerability)
 		r.Get("/scans", s.listScans)
 		r.Get("/stats", s.getStats)
-		r.Get("/events", s.streamEvents)
+		// No deadline: the hub times each write and ping of the WebSocket.
+		r.With(deadline(0)).Get("/events", s.streamEvents)
 		r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, errNotFoundRoute)
 		})

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 
@@ -27,6 +28,8 @@ type Config struct {
 	Auth        Authenticator
 	Metrics     *metrics.Metrics
 	MaxBOMBytes int64
+	// Limits bound request time and the memory of uploads and downloads.
+	Limits Limits
 	// Ready checks the backends for /readyz (nil: only Postgres).
 	Ready func(ctx context.Context) error
 	// UI serves everything outside /api, /healthz, /readyz and /metrics.
@@ -36,7 +39,9 @@ type Config struct {
 
 // Server serves the results API.
 type Server struct {
-	cfg Config
+	cfg    Config
+	ingest *budget // uploads being read, parsed and stored
+	read   *budget // BOM downloads and report details
 }
 
 // New returns a server; call Routes (or Handler) to serve it.
@@ -59,7 +64,10 @@ func New(cfg Config) *Server {
 	if cfg.Auth == nil {
 		cfg.Auth = authn.DenyWrites{}
 	}
-	return &Server{cfg: cfg}
+	cfg.Limits.defaults()
+	return &Server{cfg: cfg,
+		ingest: newBudget("ingest", cfg.Limits.IngestMemory, cfg.Limits.MemoryWait, cfg.Metrics),
+		read:   newBudget("read", cfg.Limits.ReadMemory, cfg.Limits.MemoryWait, cfg.Metrics)}
 }
 
 // Handler returns the routed handler.
@@ -91,4 +99,16 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) metricsHandler() http.Handler { return s.cfg.Metrics.Handler() }
 
-func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) { s.cfg.Hub.ServeHTTP(w, r) }
+// streamEvents hands the request to the hub, which refuses a client over
+// its caps before the upgrade (429 for one address's cap, 503 for the
+// total).
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
+	if err := s.cfg.Hub.Serve(w, r, hub.PeerAddr(r)); err != nil {
+		limit := "websocket_total"
+		if errors.Is(err, hub.ErrTooManyFromAddr) {
+			limit = "websocket_per_address"
+		}
+		s.cfg.Metrics.LimitRefusals.WithLabelValues(limit).Inc()
+		writeError(w, r, err)
+	}
+}

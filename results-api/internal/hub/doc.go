@@ -5,4 +5,6 @@
 // cannot delay the rest. Every write has a timeout, a ping keeps idle
 // connections alive through proxies and detects dead peers, and the origin
 // check of coder/websocket (same host unless patterns allow more) applies.
+// The clients are capped in total and per source address; a client over a
+// cap is refused before the upgrade.
 package hub

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -14,15 +15,33 @@ import (
 
 // Options tune the hub. Zero values get defaults.
 type Options struct {
-	QueueSize      int           // messages buffered per client (default 64)
-	WriteTimeout   time.Duration // per write or ping (default 5s)
-	PingInterval   time.Duration // keepalive (default 30s)
-	MaxClients     int           // connections accepted (default 10000)
-	OriginPatterns []string      // extra allowed Origin hosts (same host is always allowed)
-	OnClients      func(n int)   // called (never under the hub's lock) after the client count changes
-	OnDrop         func()        // called (never under the hub's lock) when a slow client is dropped
-	Logger         *slog.Logger
+	QueueSize    int           // messages buffered per client (default 64)
+	WriteTimeout time.Duration // per write or ping (default 5s)
+	PingInterval time.Duration // keepalive (default 30s)
+	MaxClients   int           // connections accepted (default DefaultMaxClients)
+	// MaxClientsPerAddr caps the connections from one source address
+	// (default DefaultMaxClientsPerAddr).
+	MaxClientsPerAddr int
+	OriginPatterns    []string    // extra allowed Origin hosts (same host is always allowed)
+	OnClients         func(n int) // called (never under the hub's lock) after the client count changes
+	OnDrop            func()      // called (never under the hub's lock) when a slow client is dropped
+	Logger            *slog.Logger
 }
+
+// Defaults of Options. Each client holds a goroutine pair and buffers
+// (about 30 KiB), so the total cap is what bounds the hub's memory.
+const (
+	DefaultMaxClients        = 1000
+	DefaultMaxClientsPerAddr = 20
+)
+
+// Refusals, returned by Serve before anything is written so that the
+// caller answers them.
+var (
+	ErrTooManyFromAddr = errors.New("too many WebSocket clients from this address")
+	ErrTooManyClients  = errors.New("too many WebSocket clients")
+	ErrClosed          = errors.New("hub closed")
+)
 
 // Hub holds the connected clients of one replica.
 //
@@ -32,8 +51,13 @@ type Hub struct {
 	o       Options
 	mu      sync.Mutex
 	clients map[*client]struct{}
-	closed  bool
-	count   atomic.Int64 // len(clients), readable without mu
+	// admitted counts the connections per source address, from admission
+	// (before the upgrade) until the handler returns; admittedTotal their
+	// sum. They can exceed clients by the upgrades in progress.
+	admitted      map[string]int
+	admittedTotal int
+	closed        bool
+	count         atomic.Int64 // len(clients), readable without mu
 	// notifyMu orders OnClients calls: each reads count under it, so the
 	// last call always reports the latest count.
 	notifyMu sync.Mutex
@@ -56,7 +80,10 @@ func New(o Options) *Hub {
 		o.PingInterval = 30 * time.Second
 	}
 	if o.MaxClients <= 0 {
-		o.MaxClients = 10000
+		o.MaxClients = DefaultMaxClients
+	}
+	if o.MaxClientsPerAddr <= 0 {
+		o.MaxClientsPerAddr = DefaultMaxClientsPerAddr
 	}
 	if o.OnClients == nil {
 		o.OnClients = func(int) {}
@@ -67,7 +94,7 @@ func New(o Options) *Hub {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Hub{o: o, clients: map[*client]struct{}{}}
+	return &Hub{o: o, clients: map[*client]struct{}{}, admitted: map[string]int{}}
 }
 
 // Broadcast queues msg for every client without blocking; clients whose
@@ -124,15 +151,36 @@ func (h *Hub) notifyClients() {
 	h.o.OnClients(int(h.count.Load()))
 }
 
+// admit reserves a connection for addr, counted against both caps until
+// the returned release is called.
+func (h *Hub) admit(addr string) (release func(), err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.closed:
+		return nil, ErrClosed
+	case h.admittedTotal >= h.o.MaxClients:
+		return nil, ErrTooManyClients
+	case h.admitted[addr] >= h.o.MaxClientsPerAddr:
+		return nil, ErrTooManyFromAddr
+	}
+	h.admitted[addr]++
+	h.admittedTotal++
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.admittedTotal--
+		if h.admitted[addr]--; h.admitted[addr] <= 0 {
+			delete(h.admitted, addr)
+		}
+	}, nil
+}
+
 func (h *Hub) add(c *client) error {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		return errors.New("hub closed")
-	}
-	if len(h.clients) >= h.o.MaxClients {
-		h.mu.Unlock()
-		return errors.New("too many clients")
+		return ErrClosed
 	}
 	h.clients[c] = struct{}{}
 	h.count.Store(int64(len(h.clients)))
@@ -153,19 +201,49 @@ func (h *Hub) remove(c *client) {
 	}
 }
 
-// ServeHTTP upgrades the request to a WebSocket and streams broadcasts to it
-// until the client goes away, is too slow, or the hub closes.
+// ServeHTTP is Serve for the request's peer address, answering a refusal
+// in plain text: 429 for the address cap, 503 otherwise.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	err := h.Serve(w, r, PeerAddr(r))
+	switch {
+	case errors.Is(err, ErrTooManyFromAddr):
+		http.Error(w, err.Error(), http.StatusTooManyRequests)
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	}
+}
+
+// PeerAddr is the host part of r.RemoteAddr: the TCP peer, which behind a
+// reverse proxy is the proxy.
+func PeerAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// Serve admits a client from addr, upgrades the request to a WebSocket and
+// streams broadcasts to it until the client goes away, is too slow, or the
+// hub closes. A client over a cap is refused before the upgrade with
+// ErrTooManyFromAddr, ErrTooManyClients or ErrClosed, and nothing written;
+// every other outcome returns nil with the response handled.
+func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, addr string) error {
+	release, err := h.admit(addr)
+	if err != nil {
+		return err
+	}
+	defer release()
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: h.o.OriginPatterns})
 	if err != nil {
-		return // Accept has written the error response (403 for a bad origin).
+		return nil // Accept has written the error response (403 for a bad origin).
 	}
 	defer conn.CloseNow()
 	c := &client{msgs: make(chan []byte, h.o.QueueSize)}
 	c.closeSlow = func() { _ = conn.Close(websocket.StatusPolicyViolation, "client too slow to keep up") }
 	if err := h.add(c); err != nil {
-		_ = conn.Close(websocket.StatusTryAgainLater, err.Error())
-		return
+		_ = conn.Close(websocket.StatusGoingAway, err.Error())
+		return nil
 	}
 	defer h.remove(c)
 	// The client sends nothing; CloseRead handles pings, pongs and close frames.
@@ -177,20 +255,20 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case msg, ok := <-c.msgs:
 			if !ok {
 				_ = conn.Close(websocket.StatusGoingAway, "server shutting down")
-				return
+				return nil
 			}
 			if err := h.write(ctx, conn, msg); err != nil {
-				return
+				return nil
 			}
 		case <-ping.C:
 			pctx, cancel := context.WithTimeout(ctx, h.o.WriteTimeout)
 			err := conn.Ping(pctx)
 			cancel()
 			if err != nil {
-				return
+				return nil
 			}
 		case <-ctx.Done():
-			return
+			return nil
 		}
 	}
 }

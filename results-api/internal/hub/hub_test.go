@@ -3,6 +3,7 @@ package hub_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -98,4 +99,56 @@ func TestOriginCheck(t *testing.T) {
 	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("cross-origin dial: err %v, resp %v", err, resp)
 	}
+}
+
+// The total cap refuses with 503 and the address cap with 429, both
+// before the upgrade; a closed client frees its place in both.
+func TestClientCaps(t *testing.T) {
+	h := hub.New(hub.Options{MaxClients: 3, MaxClientsPerAddr: 2})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	defer h.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	url := strings.Replace(srv.URL, "http", "ws", 1)
+	dial := func(via string) (*websocket.Conn, int) {
+		t.Helper()
+		opts := &websocket.DialOptions{}
+		if via != "" {
+			// Another source address: the server sees a peer on 127.0.0.2.
+			opts.HTTPClient = &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{
+				LocalAddr: &net.TCPAddr{IP: net.ParseIP(via)}}).DialContext}}
+		}
+		c, resp, err := websocket.Dial(ctx, url, opts)
+		if err != nil {
+			if resp == nil {
+				t.Fatalf("dial via %q: %v", via, err)
+			}
+			return nil, resp.StatusCode
+		}
+		t.Cleanup(func() { c.CloseNow() })
+		return c, http.StatusSwitchingProtocols
+	}
+	first, _ := dial("")
+	if _, code := dial(""); code != http.StatusSwitchingProtocols {
+		t.Fatalf("second client from one address: %d", code)
+	}
+	if _, code := dial(""); code != http.StatusTooManyRequests {
+		t.Fatalf("third client from one address: %d, want 429", code)
+	}
+	if _, code := dial("127.0.0.2"); code != http.StatusSwitchingProtocols {
+		t.Fatalf("a client from another address: %d", code)
+	}
+	if _, code := dial("127.0.0.3"); code != http.StatusServiceUnavailable {
+		t.Fatalf("a fourth client in all: %d, want 503", code)
+	}
+	_ = first.Close(websocket.StatusNormalClosure, "")
+	waitFor(t, func() bool { return h.Clients() == 2 })
+	waitFor(t, func() bool {
+		c, code := dial("127.0.0.3")
+		if c != nil {
+			c.CloseNow()
+		}
+		return code == http.StatusSwitchingProtocols
+	})
 }

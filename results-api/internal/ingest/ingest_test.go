@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
@@ -139,5 +140,57 @@ func TestReadBody(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("gzip bomb took %v to reject", d)
+	}
+}
+
+// A gzip upload declares its decompressed size in its trailer: ReadWire
+// reports it before anything is decompressed and refuses one over the
+// limit; Decode never produces more than declared, so a trailer that lies
+// fails, and so does anything after the gzip member.
+func TestReadWireGzipTrailer(t *testing.T) {
+	bom := constructedBOM()
+	z := gz(bom)
+	w, err := ingest.ReadWire(bytes.NewReader(z), "gzip", int64(len(z)), 1<<20)
+	if err != nil || w.Size() != int64(len(bom)) || w.Len() != int64(len(z)) {
+		t.Fatalf("ReadWire: size %d, len %d, %v; want size %d, len %d", w.Size(), w.Len(), err, len(bom), len(z))
+	}
+	if got, err := w.Decode(); err != nil || !bytes.Equal(got, bom) {
+		t.Fatalf("Decode: equal %v, %v", bytes.Equal(got, bom), err)
+	}
+	if _, err := ingest.ReadWire(bytes.NewReader(z), "gzip", -1, int64(len(bom)-1)); !errors.Is(err, ingest.ErrTooLarge) {
+		t.Errorf("declared size over the limit: %v", err)
+	}
+	for name, body := range map[string][]byte{
+		"trailer declares less": withISize(z, uint32(len(bom)-10)),
+		"trailer declares more": withISize(z, uint32(len(bom)+10)),
+		"two members":           append(gz(bom[:100]), gz(bom[100:])...),
+		// Anything after the member also moves the trailer: here it reads 0.
+		"bytes after": append(append([]byte{}, z...), 0, 0, 0, 0),
+	} {
+		w, err := ingest.ReadWire(bytes.NewReader(body), "gzip", -1, 1<<20)
+		if err == nil {
+			_, err = w.Decode()
+		}
+		if !errors.Is(err, ingest.ErrBadGzip) {
+			t.Errorf("%s: %v, want ErrBadGzip", name, err)
+		}
+	}
+}
+
+func withISize(z []byte, n uint32) []byte {
+	out := append([]byte{}, z...)
+	binary.LittleEndian.PutUint32(out[len(out)-4:], n)
+	return out
+}
+
+func TestParseMaxFindings(t *testing.T) {
+	o := opts
+	o.MaxFindings = 6
+	if _, err := ingest.Parse(constructedBOM(), o); !errors.Is(err, ingest.ErrTooManyFindings) {
+		t.Fatalf("7 findings, cap 6: %v", err)
+	}
+	o.MaxFindings = 7
+	if r, err := ingest.Parse(constructedBOM(), o); err != nil || r.Findings != 7 {
+		t.Fatalf("7 findings, cap 7: %v", err)
 	}
 }

@@ -18,7 +18,14 @@ type Options struct {
 	Digest string    // sha256:<64 hex>, already validated
 	Image  string    // repository@sha256:..., may be empty
 	Now    time.Time // upload time; scannedAt when the BOM has no timestamp
+	// MaxFindings refuses a BOM with more findings (ErrTooManyFindings);
+	// zero means DefaultMaxFindings.
+	MaxFindings int
 }
+
+// DefaultMaxFindings is the default cap on findings per report: Grype's
+// output for the largest images seen holds a few thousand.
+const DefaultMaxFindings = 50000
 
 // Parse checks raw as a CycloneDX JSON BOM and extracts the report.
 func Parse(raw []byte, o Options) (*report.Report, error) {
@@ -44,6 +51,9 @@ func Parse(raw []byte, o Options) (*report.Report, error) {
 	r.StoredAt = o.Now.UTC()
 	readMetadata(&bom, r)
 
+	if o.MaxFindings <= 0 {
+		o.MaxFindings = DefaultMaxFindings
+	}
 	comps := componentIndex(&bom)
 	seen := map[[2]string]bool{}
 	if bom.Vulnerabilities != nil {
@@ -58,6 +68,9 @@ func Parse(raw []byte, o Options) (*report.Report, error) {
 					continue
 				}
 				seen[key] = true
+				if len(r.FindingList) == o.MaxFindings {
+					return nil, fmt.Errorf("%w: more than %d", ErrTooManyFindings, o.MaxFindings)
+				}
 				f := finding(v, a, comps)
 				r.FindingList = append(r.FindingList, f)
 				r.Counts.Add(f.Severity)

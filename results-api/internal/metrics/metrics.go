@@ -28,6 +28,10 @@ type Metrics struct {
 	EventsFailed     *prometheus.CounterVec // subject, stage: publish|consume
 	EventsInvalid    *prometheus.CounterVec // subject, reason: events/v1 Reason
 	DBErrors         *prometheus.CounterVec // op
+
+	// Resource limits (httpapi.Limits, the hub's client caps).
+	LimitRefusals     *prometheus.CounterVec // limit: ingest_memory|read_memory|findings|websocket_per_address|websocket_total
+	MemoryBudgetInUse *prometheus.GaugeVec   // budget: ingest|read
 }
 
 // New registers every metric on a fresh private registry.
@@ -63,7 +67,16 @@ func New() *Metrics {
 	m.Registry.MustRegister(m.HTTPDuration, m.ReportsIngested, m.IngestBytes, m.FindingsStored,
 		m.WebSocketClients, m.WebSocketDropped, m.EventsPublished, m.EventsConsumed, m.EventsFailed, m.EventsInvalid, m.DBErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registerLimits()
 	return m
+}
+
+func (m *Metrics) registerLimits() {
+	m.LimitRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+		Name: "limit_refusals_total", Help: "Requests refused by a resource limit, by limit."}, []string{"limit"})
+	m.MemoryBudgetInUse = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
+		Name: "memory_budget_in_use_bytes", Help: "Bytes of a memory budget (ingest, read) held by requests in flight."}, []string{"budget"})
+	m.Registry.MustRegister(m.LimitRefusals, m.MemoryBudgetInUse)
 }
 
 // Handler serves the registry in the Prometheus text format.

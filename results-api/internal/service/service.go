@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -34,11 +35,18 @@ type Config struct {
 	// writes by scope: the static WriteToken as admin, Pod-bound uploads,
 	// rematch and admin by TokenReview + SubjectAccessReview. New fills in
 	// its Static token and HasReport.
-	Gate           *authz.Gate
-	MaxBOMBytes    int64
-	OriginPatterns []string
-	UI             http.Handler
-	Logger         *slog.Logger
+	Gate        *authz.Gate
+	MaxBOMBytes int64
+	// Limits bound request time and the memory of uploads and downloads.
+	Limits httpapi.Limits
+	// StatementTimeout is Postgres' statement_timeout (0: the store's default).
+	StatementTimeout time.Duration
+	// MaxWebSocketClients and MaxWebSocketClientsPerAddr cap the hub's
+	// clients (0: the hub's defaults).
+	MaxWebSocketClients, MaxWebSocketClientsPerAddr int
+	OriginPatterns                                  []string
+	UI                                              http.Handler
+	Logger                                          *slog.Logger
 }
 
 // Service is a running results API without its listener.
@@ -57,12 +65,14 @@ func New(ctx context.Context, c Config) (*Service, error) {
 		c.Logger = slog.Default()
 	}
 	m := metrics.New()
-	st, err := store.Open(ctx, c.DatabaseURL, store.Options{OnError: func(op string) { m.DBErrors.WithLabelValues(op).Inc() }})
+	st, err := store.Open(ctx, c.DatabaseURL, store.Options{StatementTimeout: c.StatementTimeout,
+		OnError: func(op string) { m.DBErrors.WithLabelValues(op).Inc() }})
 	if err != nil {
 		return nil, err
 	}
 	h := hub.New(hub.Options{
 		OriginPatterns: c.OriginPatterns, Logger: c.Logger,
+		MaxClients: c.MaxWebSocketClients, MaxClientsPerAddr: c.MaxWebSocketClientsPerAddr,
 		OnClients: func(n int) { m.WebSocketClients.Set(float64(n)) },
 		OnDrop:    m.WebSocketDropped.Inc,
 	})
@@ -97,7 +107,7 @@ func New(ctx context.Context, c Config) (*Service, error) {
 		auth = c.Auth
 	}
 	api := httpapi.New(httpapi.Config{
-		Store: st, Hub: h, Notifier: bus, Auth: auth, Metrics: m, MaxBOMBytes: c.MaxBOMBytes, UI: c.UI, Logger: c.Logger,
+		Store: st, Hub: h, Notifier: bus, Auth: auth, Metrics: m, MaxBOMBytes: c.MaxBOMBytes, Limits: c.Limits, UI: c.UI, Logger: c.Logger,
 		Ready: func(ctx context.Context) error {
 			return errors.Join(wrap("postgres", st.Ping(ctx)), wrap("nats", bus.Ready(ctx)))
 		},

@@ -1,6 +1,9 @@
 // Package store persists reports, findings, raw BOMs and scan status in
 // Postgres through gorm. It is the only package that imports gorm; callers
-// see report domain types and the sentinel errors ErrNotFound and ErrBadCursor.
+// see report domain types and the sentinel errors ErrNotFound, ErrBadCursor
+// and ErrTimeout (Postgres' statement_timeout, set on every pooled
+// connection). BOMs are stored zstd-compressed and read back as a stream
+// (OpenBOM), never decompressed whole.
 //
 // The schema is versioned SQL in migrations/, embedded in the binary and
 // applied at start-up with goose (chosen over golang-migrate for its

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"testing"
@@ -89,4 +90,20 @@ func put(t *testing.T, st *store.Store, r *report.Report) store.PutResult {
 		t.Fatalf("put %s: %v", r.Digest, err)
 	}
 	return res
+}
+
+// readBOM reads a whole BOM through OpenBOM.
+func readBOM(st *store.Store, d string) ([]byte, error) {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := st.OpenBOM(c, d)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err == nil && int64(len(b)) != r.Size {
+		err = fmt.Errorf("read %d bytes, size says %d", len(b), r.Size)
+	}
+	return b, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ func TestPutCreateUnchangedReplace(t *testing.T) {
 	if len(got.FindingList) != 1 || got.FindingList[0].ID != "CVE-3" || got.Findings != 1 {
 		t.Fatalf("findings after replace: %+v", got.FindingList)
 	}
-	if bom, err := st.GetBOM(ctx(t), digest(1)); err != nil || string(bom) != `{"v":2}` {
+	if bom, err := readBOM(st, digest(1)); err != nil || string(bom) != `{"v":2}` {
 		t.Fatalf("bom after replace: %q, %v", bom, err)
 	}
 }
@@ -64,7 +65,7 @@ func TestReplaceIsAtomic(t *testing.T) {
 		!got.ScannedAt.Equal(t0) {
 		t.Fatalf("old report not intact: %+v", got)
 	}
-	if bom, _ := st.GetBOM(ctx(t), digest(2)); string(bom) != `{"old":true}` {
+	if bom, _ := readBOM(st, digest(2)); string(bom) != `{"old":true}` {
 		t.Fatalf("bom = %q", bom)
 	}
 	if ops := log.list(); !slices.Contains(ops, "put report") {
@@ -131,7 +132,7 @@ func TestGetOrdersAndBOM(t *testing.T) {
 			t.Errorf("order %s: %v, want %v", order, got, want)
 		}
 	}
-	if bom, err := st.GetBOM(ctx(t), digest(5)); err != nil || string(bom) != raw {
+	if bom, err := readBOM(st, digest(5)); err != nil || string(bom) != raw {
 		t.Fatalf("bom = %q, %v", bom, err)
 	}
 	r, _ := st.GetReport(ctx(t), digest(5), store.BySeverity)
@@ -152,7 +153,7 @@ func TestDeleteAndNotFound(t *testing.T) {
 		"delete again":                      second(st.DeleteReport(ctx(t), digest(6))),
 		"get":                               second(st.GetReport(ctx(t), digest(6), store.BySeverity)),
 		"summary":                           second(st.GetSummary(ctx(t), digest(6))),
-		"bom":                               second(st.GetBOM(ctx(t), digest(6))),
+		"bom":                               second(readBOM(st, digest(6))),
 		"vulnerability (findings cascaded)": second(st.GetVulnerability(ctx(t), "CVE-DEL")),
 	} {
 		if !errors.Is(err, store.ErrNotFound) {
@@ -206,3 +207,29 @@ func TestErrors(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// StatBOM sizes a BOM from its row and zstd frame header: a tiny BOM has
+// the minimum window (1 KiB), a large one the encoder's 1 MiB; OpenBOM
+// then reads exactly Size bytes.
+func TestStatBOM(t *testing.T) {
+	st, _ := open(t)
+	small := `{"bomFormat":"CycloneDX"}`
+	large := strings.Repeat(`{"bomFormat":"CycloneDX","pad":"0123456789abcdef"}`, 3<<20/50)
+	put(t, st, newReport(1, "", t0, small))
+	put(t, st, newReport(2, "", t0, large))
+	for n, want := range map[int]store.BOMInfo{1: {Size: int64(len(small)), Window: 1024}, 2: {Size: int64(len(large)), Window: 1 << 20}} {
+		info, err := st.StatBOM(ctx(t), digest(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Size != want.Size || info.Window != want.Window || info.Stored <= 0 || (n == 2 && info.Stored >= info.Size/10) {
+			t.Errorf("BOM %d: %+v, want size %d, window %d", n, info, want.Size, want.Window)
+		}
+		if b, err := readBOM(st, digest(n)); err != nil || int64(len(b)) != info.Size {
+			t.Errorf("BOM %d read: %d bytes, %v", n, len(b), err)
+		}
+	}
+	if _, err := st.StatBOM(ctx(t), digest(3)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("missing BOM: %v", err)
+	}
+}

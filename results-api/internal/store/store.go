@@ -2,12 +2,17 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -18,7 +23,13 @@ import (
 var (
 	ErrNotFound  = errors.New("not found")
 	ErrBadCursor = errors.New("invalid cursor")
+	// ErrTimeout: Postgres cancelled the statement at the statement
+	// timeout (or waiting for a lock beyond it). Retrying later may work.
+	ErrTimeout = errors.New("database statement timed out")
 )
+
+// DefaultStatementTimeout bounds every statement the store runs.
+const DefaultStatementTimeout = 15 * time.Second
 
 //go:embed migrations/*.sql
 var migrations embed.FS
@@ -29,6 +40,11 @@ type Options struct {
 	OnError func(op string)
 	// MaxOpenConns caps the connection pool (default 20).
 	MaxOpenConns int
+	// StatementTimeout is Postgres' statement_timeout on every pooled
+	// connection (default DefaultStatementTimeout): a slow query, or one
+	// stuck behind a lock, fails with ErrTimeout instead of holding a
+	// connection and its request. Migrations run without it.
+	StatementTimeout time.Duration
 }
 
 // Store is the Postgres-backed report store.
@@ -39,45 +55,66 @@ type Store struct {
 
 // Open connects to Postgres, applies pending migrations and returns the store.
 func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
-	db, err := gorm.Open(postgres.Open(dsn), &gorm.Config{
+	if o.MaxOpenConns <= 0 {
+		o.MaxOpenConns = 20
+	}
+	if o.StatementTimeout <= 0 {
+		o.StatementTimeout = DefaultStatementTimeout
+	}
+	if o.OnError == nil {
+		o.OnError = func(string) {}
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		// pgx's error quotes the DSN, password included: never wrap it.
+		return nil, errors.New("open postgres: invalid database URL")
+	}
+	if err := migrate(ctx, stdlib.OpenDB(*cfg.Copy())); err != nil {
+		return nil, err
+	}
+	// A startup parameter, so it holds on every connection from the first
+	// statement, whatever gorm or pgx run on it.
+	cfg.RuntimeParams["statement_timeout"] = strconv.FormatInt(o.StatementTimeout.Milliseconds(), 10)
+	sqlDB := stdlib.OpenDB(*cfg)
+	sqlDB.SetMaxOpenConns(o.MaxOpenConns)
+	sqlDB.SetMaxIdleConns(o.MaxOpenConns)
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	db, err := gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), &gorm.Config{
 		Logger:                 logger.Discard,
 		SkipDefaultTransaction: true,
 		TranslateError:         true,
 	})
 	if err != nil {
+		_ = sqlDB.Close()
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	sqlDB, err := db.DB()
-	if err != nil {
-		return nil, fmt.Errorf("open postgres: %w", err)
-	}
-	if o.MaxOpenConns <= 0 {
-		o.MaxOpenConns = 20
-	}
-	sqlDB.SetMaxOpenConns(o.MaxOpenConns)
-	sqlDB.SetMaxIdleConns(o.MaxOpenConns)
-	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	if err := sqlDB.PingContext(ctx); err != nil {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("ping postgres: %w", err)
 	}
+	return &Store{db: db, onError: o.OnError}, nil
+}
+
+// migrate applies pending migrations on a pool of its own, closed after:
+// a migration that builds an index on a large table may run longer than
+// the statement timeout of the serving pool.
+func migrate(ctx context.Context, sqlDB *sql.DB) error {
+	defer sqlDB.Close()
+	if err := sqlDB.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping postgres: %w", err)
+	}
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, sub)
 	if err != nil {
-		_ = sqlDB.Close()
-		return nil, fmt.Errorf("migrations: %w", err)
+		return fmt.Errorf("migrations: %w", err)
 	}
 	if _, err := p.Up(ctx); err != nil {
-		_ = sqlDB.Close()
-		return nil, fmt.Errorf("apply migrations: %w", err)
+		return fmt.Errorf("apply migrations: %w", err)
 	}
-	if o.OnError == nil {
-		o.OnError = func(string) {}
-	}
-	return &Store{db: db, onError: o.OnError}, nil
+	return nil
 }
 
 // Close closes the connection pool.
@@ -98,7 +135,8 @@ func (s *Store) Ping(ctx context.Context) error {
 	return sqlDB.PingContext(ctx)
 }
 
-// fail records a database error for metrics and wraps it with the operation.
+// fail records a database error for metrics and wraps it with the
+// operation; a statement timeout becomes ErrTimeout (keeping the cause).
 func (s *Store) fail(op string, err error) error {
 	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrBadCursor) {
 		return err
@@ -106,5 +144,16 @@ func (s *Store) fail(op string, err error) error {
 	if !errors.Is(err, context.Canceled) {
 		s.onError(op)
 	}
+	if isStatementTimeout(err) {
+		return fmt.Errorf("%s: %w: %w", op, ErrTimeout, err)
+	}
 	return fmt.Errorf("%s: %w", op, err)
+}
+
+// isStatementTimeout recognises Postgres' query_canceled (57014) raised by
+// statement_timeout. The same code with "user request" is pgx cancelling
+// for a done context, which the context error already describes.
+func isStatementTimeout(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "57014" && pe.Message == "canceling statement due to statement timeout"
 }

@@ -50,7 +50,14 @@ export interface paths {
         };
         /** A report's summary with its findings. */
         get: operations["getReport"];
-        /** Upload Grype's CycloneDX JSON for an image digest (idempotent). */
+        /**
+         * Upload Grype's CycloneDX JSON for an image digest (idempotent).
+         * @description The report is stored whole or not at all. A gzip body is charged
+         *     against the ingest memory budget for the size its trailer declares
+         *     (one gzip member; a trailer over the size limit is refused unread);
+         *     an upload that cannot get its share within the wait gets 503 `busy`
+         *     with Retry-After, before any of it is read.
+         */
         put: operations["putReport"];
         post?: never;
         /** Delete a report. */
@@ -70,7 +77,12 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** The uploaded CycloneDX document, byte for byte. */
+        /**
+         * The uploaded CycloneDX document, byte for byte.
+         * @description Streamed with a Content-Length as it is decompressed from storage;
+         *     a response shorter than its Content-Length was cut off (deadline or
+         *     storage error) and must be discarded.
+         */
         get: operations["getReportBOM"];
         put?: never;
         post?: never;
@@ -143,7 +155,10 @@ export interface paths {
          * @description Upgrade to a WebSocket. The server sends one EventMessage per text
          *     frame and never reads application messages. A client that cannot keep
          *     up is closed with status 1008 (policy violation) and should reconnect
-         *     and refetch.
+         *     and refetch. A source address holds at most 20 connections (the
+         *     --max-websocket-clients-per-ip flag; behind a proxy the address is
+         *     the proxy's), the server at most 1,000 (--max-websocket-clients);
+         *     both are checked before the upgrade.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -234,7 +249,7 @@ export interface components {
         ScanState: "queued" | "scanning" | "failed" | "done";
         Error: {
             error: {
-                /** @description Stable machine-readable code, e.g. invalid_digest, invalid_bom, not_cyclonedx, too_large, unsupported_media_type, unauthorized, forbidden, not_found. */
+                /** @description Stable machine-readable code, e.g. invalid_digest, invalid_bom, not_cyclonedx, too_large, too_many_findings, unsupported_media_type, unauthorized, forbidden, not_found, busy, db_timeout, auth_unavailable, too_many_connections. */
                 code: string;
                 message: string;
                 requestId?: string;
@@ -442,8 +457,25 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The token cannot be verified right now (TokenReview unreachable); retry. */
-        AuthUnavailable: {
+        /**
+         * @description Retry later, after Retry-After seconds when given. The code says why:
+         *     auth_unavailable (the token cannot be verified right now: TokenReview
+         *     unreachable), busy (the server is at a memory limit), db_timeout (a
+         *     database statement timed out) or too_many_connections (the server
+         *     holds all the WebSocket clients it may).
+         */
+        Unavailable: {
+            headers: {
+                /** @description Seconds to wait before retrying. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description This source address holds all the WebSocket connections it may (too_many_connections). */
+        TooManyConnections: {
             headers: {
                 [name: string]: unknown;
             };
@@ -460,7 +492,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The body (or its decompressed size) exceeds the limit. */
+        /** @description The body (or its decompressed size) exceeds the limit (too_large), or the report has more findings than allowed (too_many_findings). */
         TooLarge: {
             headers: {
                 [name: string]: unknown;
@@ -520,6 +552,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            503: components["responses"]["Unavailable"];
         };
     };
     lookupReports: {
@@ -546,6 +579,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             413: components["responses"]["TooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getReport: {
@@ -574,6 +608,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
     putReport: {
@@ -621,7 +656,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            503: components["responses"]["AuthUnavailable"];
+            503: components["responses"]["Unavailable"];
         };
     };
     deleteReport: {
@@ -647,7 +682,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            503: components["responses"]["AuthUnavailable"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getReportBOM: {
@@ -673,6 +708,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getVulnerability: {
@@ -696,6 +732,7 @@ export interface operations {
                 };
             };
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listScans: {
@@ -720,6 +757,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getStats: {
@@ -740,6 +778,7 @@ export interface operations {
                     "application/json": components["schemas"]["Stats"];
                 };
             };
+            503: components["responses"]["Unavailable"];
         };
     };
     streamEvents: {
@@ -766,6 +805,8 @@ export interface operations {
                 };
                 content?: never;
             };
+            429: components["responses"]["TooManyConnections"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getOpenAPI: {
