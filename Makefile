@@ -86,6 +86,7 @@ bench-results-api: pg-install ## results-api benchmarks: ingest, lookup, queries
 	cd results-api && go test -run '^$$' -bench 'Ingest/(constructed-1MB|grype-large-cut-1MB)|Lookup|Query' -benchtime 100x -timeout 20m ./bench/
 	cd results-api && go test -run '^$$' -bench 'Ingest/(constructed-5MB|grype-large$$)' -benchtime 30x -timeout 20m ./bench/
 	cd results-api && go test -run '^$$' -bench 'WebSocket' -benchtime 300x -timeout 10m ./bench/
+	cd results-api && go test -run '^$$' -bench 'MemoryUnderLoad' -benchtime 1x -timeout 30m ./bench/
 
 .PHONY: test-uploader
 test-uploader: pg-install ## Uploader tests against a real results-api.
