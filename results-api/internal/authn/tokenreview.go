@@ -8,8 +8,12 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/lru"
 
 	authv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,25 +32,36 @@ type Options struct {
 	Allowed  []string
 	Timeout  time.Duration // per TokenReview call (default 5s)
 	CacheTTL time.Duration // how long a verdict is reused (default 1m)
+	// CacheSize bounds the verdict cache (least recently used go first;
+	// default 4096).
+	CacheSize int
+	// FailureRate and FailureBurst bound the TokenReviews that come back
+	// unauthenticated (default 5/s, burst 20): past them, a token not in
+	// the cache is refused with ErrAuthUnavailable (503, retry) without a
+	// call, so a flood of forged tokens costs the API server little.
+	FailureRate  float64
+	FailureBurst int
 }
 
-// TokenReviewer authenticates bearer tokens with TokenReview.
+// TokenReviewer authenticates bearer tokens with TokenReview. Verdicts are
+// cached by the token's hash in a bounded LRU; concurrent reviews of one
+// token share a single call; failed reviews are rate limited.
 type TokenReviewer struct {
-	client authclient.TokenReviewInterface
-	o      Options
-
-	mu    sync.Mutex
-	cache map[[32]byte]verdict
+	client   authclient.TokenReviewInterface
+	o        Options
+	cache    *lru.Cache[[32]byte, verdict]
+	flight   singleflight.Group
+	failures *rate.Limiter
 }
 
 type verdict struct {
-	user    authv1.UserInfo
-	err     error
-	expires time.Time
+	user authv1.UserInfo
+	err  error
 }
 
-// maxCache bounds the verdict cache; it is cleared when full.
-const maxCache = 1024
+// ErrTooManyFailures is returned, wrapped in ErrAuthUnavailable, while
+// failed reviews are over their rate.
+var ErrTooManyFailures = errors.New("too many failed token reviews")
 
 // New returns a TokenReviewer using cfg to reach the API server.
 func New(cfg *rest.Config, o Options) (*TokenReviewer, error) {
@@ -63,12 +78,23 @@ func New(cfg *rest.Config, o Options) (*TokenReviewer, error) {
 	if o.CacheTTL <= 0 {
 		o.CacheTTL = time.Minute
 	}
+	if o.CacheSize <= 0 {
+		o.CacheSize = 4096
+	}
+	if o.FailureRate <= 0 {
+		o.FailureRate = 5
+	}
+	if o.FailureBurst <= 0 {
+		o.FailureBurst = 20
+	}
 	for _, a := range o.Allowed {
 		if ns, name, ok := strings.Cut(a, "/"); !ok || ns == "" || name == "" {
 			return nil, fmt.Errorf("allowed service account %q: want namespace/name or namespace/*", a)
 		}
 	}
-	return &TokenReviewer{client: c.TokenReviews(), o: o, cache: map[[32]byte]verdict{}}, nil
+	return &TokenReviewer{client: c.TokenReviews(), o: o,
+		cache:    lru.New[[32]byte, verdict](o.CacheSize, o.CacheTTL, time.Now),
+		failures: rate.NewLimiter(rate.Limit(o.FailureRate), o.FailureBurst)}, nil
 }
 
 // Authenticate implements httpapi.Authenticator. A token the API server
@@ -92,26 +118,41 @@ func (t *TokenReviewer) Authenticate(r *http.Request, token string) error {
 // not cached.
 func (t *TokenReviewer) Review(ctx context.Context, token string) (authv1.UserInfo, error) {
 	key := sha256.Sum256([]byte(token))
-	now := time.Now()
-	t.mu.Lock()
-	v, ok := t.cache[key]
-	t.mu.Unlock()
-	if ok && now.Before(v.expires) {
+	if v, ok := t.cache.Get(key); ok {
 		return v.user, v.err
 	}
-	ctx, cancel := context.WithTimeout(ctx, t.o.Timeout)
-	defer cancel()
-	user, err := t.review(ctx, token)
-	if errors.Is(err, ErrAuthUnavailable) {
-		return user, err // not cached: try again next time
+	// One call per token however many requests carry it; the call runs on
+	// its own timeout so that one caller giving up does not fail the rest.
+	ch := t.flight.DoChan(string(key[:]), func() (any, error) {
+		if v, ok := t.cache.Get(key); ok {
+			return v, nil
+		}
+		if t.failures.Tokens() < 1 {
+			return nil, fmt.Errorf("%w: %w", ErrAuthUnavailable, ErrTooManyFailures)
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.o.Timeout)
+		defer cancel()
+		user, err := t.review(rctx, token)
+		if errors.Is(err, ErrAuthUnavailable) {
+			return nil, err // not cached: try again next time
+		}
+		if err != nil {
+			t.failures.Allow() // spend one failure token
+		}
+		v := verdict{user: user, err: err}
+		t.cache.Add(key, v)
+		return v, nil
+	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return authv1.UserInfo{}, res.Err
+		}
+		v := res.Val.(verdict)
+		return v.user, v.err
+	case <-ctx.Done():
+		return authv1.UserInfo{}, fmt.Errorf("%w: %w", ErrAuthUnavailable, ctx.Err())
 	}
-	t.mu.Lock()
-	if len(t.cache) >= maxCache {
-		clear(t.cache)
-	}
-	t.cache[key] = verdict{user: user, err: err, expires: now.Add(t.o.CacheTTL)}
-	t.mu.Unlock()
-	return user, err
 }
 
 func (t *TokenReviewer) review(ctx context.Context, token string) (authv1.UserInfo, error) {

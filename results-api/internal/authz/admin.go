@@ -47,13 +47,13 @@ func (a *Authorizer) AuthorizeAdmin(ctx context.Context, id Identity, verb strin
 		return fmt.Errorf("%w: anonymous callers hold no admin scope", ErrForbidden)
 	}
 	key := adminKey(id, verb)
-	if d, ok := a.admins.get(key); ok {
+	if d, ok := a.admins.Get(key); ok {
 		return d.err(id, verb)
 	}
 	ch := a.flight.DoChan(key, func() (any, error) {
 		// A flight that ended between our cache miss and DoChan has
 		// already cached its answer: do not ask again.
-		if d, ok := a.admins.get(key); ok {
+		if d, ok := a.admins.Get(key); ok {
 			return d, nil
 		}
 		// Detached from the first caller's context: the others wait on the
@@ -64,7 +64,7 @@ func (a *Authorizer) AuthorizeAdmin(ctx context.Context, id Identity, verb strin
 		if err != nil {
 			return decision{}, err
 		}
-		a.admins.add(key, d)
+		a.admins.Add(key, d)
 		return d, nil
 	})
 	select {

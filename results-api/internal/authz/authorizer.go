@@ -11,6 +11,8 @@ import (
 	"golang.org/x/sync/singleflight"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/lru"
 )
 
 // Defaults for Options fields left zero.
@@ -53,8 +55,8 @@ type Authorizer struct {
 	o       Options
 	rematch []string // usernames system:serviceaccount:<ns>:<name>
 
-	uploads *lru[uploadKey, jobRef]
-	admins  *lru[string, decision]
+	uploads *lru.Cache[uploadKey, jobRef]
+	admins  *lru.Cache[string, decision]
 	flight  singleflight.Group
 }
 
@@ -84,8 +86,8 @@ func New(client kubernetes.Interface, o Options) (*Authorizer, error) {
 		client:  client,
 		o:       o,
 		rematch: rematch,
-		uploads: newLRU[uploadKey, jobRef](o.UploadCacheSize, o.UploadCacheTTL, time.Now),
-		admins:  newLRU[string, decision](o.AdminCacheSize, o.AdminCacheTTL, time.Now),
+		uploads: lru.New[uploadKey, jobRef](o.UploadCacheSize, o.UploadCacheTTL, time.Now),
+		admins:  lru.New[string, decision](o.AdminCacheSize, o.AdminCacheTTL, time.Now),
 	}, nil
 }
 

@@ -72,7 +72,7 @@ func (a *Authorizer) AuthorizeUpload(ctx context.Context, id Identity, digest st
 		return fmt.Errorf("%w: %s is not the scan service account %q", ErrForbidden, id.Username, a.o.ScanServiceAccount)
 	}
 	key := uploadKey{username: id.Username, pod: podName, podUID: podUID, digest: digest}
-	ref, cached := a.uploads.get(key)
+	ref, cached := a.uploads.Get(key)
 	if !cached {
 		var err error
 		if ref, err = a.scanPod(ctx, ns, sa, podName, types.UID(podUID)); err != nil {
@@ -81,12 +81,12 @@ func (a *Authorizer) AuthorizeUpload(ctx context.Context, id Identity, digest st
 	}
 	if err := a.scanJob(ctx, ref, digest); err != nil {
 		if cached && errors.Is(err, ErrForbidden) {
-			a.uploads.remove(key)
+			a.uploads.Remove(key)
 		}
 		return err
 	}
 	if !cached {
-		a.uploads.add(key, ref)
+		a.uploads.Add(key, ref)
 	}
 	return nil
 }

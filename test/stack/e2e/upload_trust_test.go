@@ -129,8 +129,11 @@ func finishedScanPod(ctx context.Context, t *testing.T, ns string) (corev1.Pod, 
 				continue
 			}
 			pods, err := shared.Cluster.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + j.Name})
-			if err != nil || len(pods.Items) == 0 {
-				return fmt.Errorf("job %s finished, its Pod not listed yet: %v", j.Name, err)
+			if err != nil {
+				return fmt.Errorf("list the Pods of job %s: %w", j.Name, err)
+			}
+			if len(pods.Items) == 0 {
+				return fmt.Errorf("job %s finished, its Pod not listed yet", j.Name)
 			}
 			pod = pods.Items[0]
 			return nil

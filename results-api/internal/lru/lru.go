@@ -1,4 +1,6 @@
-package authz
+// Package lru is a bounded least-recently-used cache whose entries expire:
+// the verdict caches of authentication and authorization.
+package lru
 
 import (
 	"container/list"
@@ -6,9 +8,9 @@ import (
 	"time"
 )
 
-// lru is a bounded, least-recently-used cache whose entries also expire
+// Cache is a bounded, least-recently-used cache whose entries also expire
 // after a fixed time to live. It is safe for concurrent use.
-type lru[K comparable, V any] struct {
+type Cache[K comparable, V any] struct {
 	mu    sync.Mutex
 	max   int
 	ttl   time.Duration
@@ -23,12 +25,13 @@ type lruEntry[K comparable, V any] struct {
 	expires time.Time
 }
 
-func newLRU[K comparable, V any](maxEntries int, ttl time.Duration, now func() time.Time) *lru[K, V] {
-	return &lru[K, V]{max: maxEntries, ttl: ttl, now: now, order: list.New(), items: make(map[K]*list.Element)}
+// New returns a cache of at most maxEntries entries, each living ttl.
+func New[K comparable, V any](maxEntries int, ttl time.Duration, now func() time.Time) *Cache[K, V] {
+	return &Cache[K, V]{max: maxEntries, ttl: ttl, now: now, order: list.New(), items: make(map[K]*list.Element)}
 }
 
-// get returns the live value for k; an expired entry is dropped.
-func (c *lru[K, V]) get(k K) (V, bool) {
+// Get returns the live value for k; an expired entry is dropped.
+func (c *Cache[K, V]) Get(k K) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var zero V
@@ -46,9 +49,9 @@ func (c *lru[K, V]) get(k K) (V, bool) {
 	return e.val, true
 }
 
-// add stores v under k for the cache's TTL, evicting the least recently
+// Add stores v under k for the cache's TTL, evicting the least recently
 // used entry when the cache is full.
-func (c *lru[K, V]) add(k K, v V) {
+func (c *Cache[K, V]) Add(k K, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	expires := c.now().Add(c.ttl)
@@ -66,8 +69,8 @@ func (c *lru[K, V]) add(k K, v V) {
 	c.items[k] = c.order.PushFront(&lruEntry[K, V]{key: k, val: v, expires: expires})
 }
 
-// remove drops k, if present.
-func (c *lru[K, V]) remove(k K) {
+// Remove drops k, if present.
+func (c *Cache[K, V]) Remove(k K) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.items[k]; ok {
@@ -76,8 +79,8 @@ func (c *lru[K, V]) remove(k K) {
 	}
 }
 
-// len returns the number of entries, expired ones included.
-func (c *lru[K, V]) len() int {
+// Len returns the number of entries, expired ones included.
+func (c *Cache[K, V]) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.order.Len()
