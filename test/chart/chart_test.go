@@ -19,6 +19,25 @@ const releaseNS = "crowsnest-system"
 // operator is cluster-wide.
 var scanTeamA = []string{"--set", "global.scan.namespaces={team-a}"}
 
+// gitOpsSecrets names an existing Secret for every secret the chart would
+// otherwise generate: what helm template, Argo CD and Flux need.
+var gitOpsSecrets = withScan(
+	"--set", "resultsApi.writeToken.existingSecret=crowsnest-admin-token", "--set", "resultsApi.writeToken.key=admin",
+	"--set", "postgres.existingSecret=crowsnest-postgres-auth", "--set", "postgres.existingSecretKey=pw",
+	"--set", "global.database.existingSecret.name=crowsnest-postgres-auth", "--set", "global.database.existingSecret.key=uri",
+	"--set", "global.nats.users.existingSecret=crowsnest-nats-passwords")
+
+// apiTLSNamed serves results-api over HTTPS with a Secret named by the user;
+// apiTLSCertManager with one a cert-manager Certificate writes, the API
+// announced as a cluster serving it would.
+var (
+	apiTLSNamed = []string{"--set", "global.resultsApi.tls.enabled=true", "--set", "global.resultsApi.tls.secretName=crowsnest-api-tls",
+		"--set", "global.resultsApi.tls.uploaderTrustsCA=true"}
+	apiTLSCertManager = []string{"--set", "global.resultsApi.tls.enabled=true", "--set", "global.resultsApi.tls.uploaderTrustsCA=true",
+		"--set", "global.resultsApi.tls.certManager.issuerRef.name=crowsnest-ca", "--set", "global.resultsApi.tls.certManager.issuerRef.kind=ClusterIssuer",
+		"--api-versions", "cert-manager.io/v1"}
+)
+
 // withScan is args after scanTeamA.
 func withScan(args ...string) []string { return append(slices.Clone(scanTeamA), args...) }
 
@@ -72,6 +91,40 @@ var renderCases = []renderCase{
 		args:   withScan("--set", "global.nats.users.existingSecret=my-nats-users"),
 		want:   []string{"Secret/crowsnest-nats-config", "StatefulSet/crowsnest-nats"},
 		absent: []string{"Secret/crowsnest-nats-users"},
+	},
+	{
+		name: "every secret from an existing Secret (GitOps)",
+		args: gitOpsSecrets,
+		want: []string{"StatefulSet/crowsnest-postgres", "StatefulSet/crowsnest-nats", "Deployment/crowsnest-results-api"},
+		// Nothing generated, so nothing that needs lookup: the NATS
+		// configuration Secret then only names environment variables.
+		absent: []string{"Secret/crowsnest-postgres", "Secret/crowsnest-results-api-write-token", "Secret/crowsnest-nats-users"},
+	},
+	{
+		name: "results-api TLS from a named Secret",
+		args: withScan(append(slices.Clone(apiTLSNamed), "--set", "monitoring.enabled=true", "--api-versions", "monitoring.coreos.com/v1",
+			"--set", "resultsApi.ingress.enabled=true", "--set", "resultsApi.ingress.tlsSecretName=crowsnest-tls")...),
+		want:   []string{"Deployment/crowsnest-results-api", "ServiceMonitor/crowsnest-results-api", "Ingress/crowsnest-results-api"},
+		absent: []string{"Certificate"},
+	},
+	{
+		// The Certificate is dry-run against a stand-in CRD
+		// (testdata/cert-manager-crds): its kind and structure are checked,
+		// not cert-manager's field list.
+		name: "results-api TLS from cert-manager",
+		args: withScan(apiTLSCertManager...),
+		want: []string{"Certificate/crowsnest-results-api", "Deployment/crowsnest-results-api"},
+	},
+	{
+		name: "results-api TLS in static mode needs no word on the uploader",
+		args: withScan("--set", "resultsApi.auth.mode=static", "--set", "global.resultsApi.tls.enabled=true",
+			"--set", "global.resultsApi.tls.secretName=crowsnest-api-tls"),
+		want: []string{"Deployment/crowsnest-results-api"},
+	},
+	{
+		name: "ingress over plain HTTP by choice",
+		args: withScan("--set", "resultsApi.ingress.enabled=true", "--set", "resultsApi.ingress.allowPlainHTTP=true"),
+		want: []string{"Ingress/crowsnest-results-api"},
 	},
 	{
 		name:   "external NATS with per-component credentials",

@@ -17,12 +17,17 @@ var (
 )
 
 // TestMain starts one real kube-apiserver + etcd for the package, with the
-// chart's CRDs and minimal monitoring.coreos.com CRDs installed.
+// chart's CRDs and minimal stand-ins for the monitoring.coreos.com and
+// cert-manager.io CRDs installed.
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
 func run(m *testing.M) int {
+	// The helper process of TestSSLCertDirTrustsMountedCA needs no cluster.
+	if os.Getenv("CHARTTEST_HTTPS_GET") != "" {
+		return m.Run()
+	}
 	var err error
 	if repoRoot, err = Repo(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -31,6 +36,7 @@ func run(m *testing.M) int {
 	cfg, stop, err := kubetest.Start(kubetest.WithCRDs(
 		filepath.Join(repoRoot, ChartDir, "crds"),
 		filepath.Join("testdata", "monitoring-crds"),
+		filepath.Join("testdata", "cert-manager-crds"),
 	))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

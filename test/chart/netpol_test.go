@@ -130,6 +130,8 @@ func TestNetworkPolicyFlows(t *testing.T) {
 				{api, registry, 443, false},
 			}
 		}},
+		// The port is named https then; every flow to it stays the same.
+		{"results-api over HTTPS", withScan(apiTLSNamed...), false, func(func(string) Endpoint) []flow { return nil }},
 		{"more registry ports", withScan("--set", "global.networkPolicy.scanEgressPorts={443,5000}"), false, func(func(string) Endpoint) []flow {
 			return []flow{{scanPod, registry, 5000, true}, {scanPod, registry, 80, false}}
 		}},

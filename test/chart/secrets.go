@@ -17,7 +17,7 @@ var (
 	// userinfoURL matches a URL carrying a password: scheme://user:password@host.
 	userinfoURL = regexp.MustCompile(`[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@`)
 	// refName matches settings that only name a Secret or a key, which is fine.
-	refName = regexp.MustCompile(`(?i)^(\w*secretname|existingsecret|name|key)$`)
+	refName = regexp.MustCompile(`(?i)^(\w*secretname|existingsecret(key)?|name|key)$`)
 	// secretFileEnv matches variables that name a file holding a secret:
 	// POSTGRES_PASSWORD_FILE, CROWSNEST_NATS_PASSWORD_FILE, CROWSNEST_NATS_CREDS.
 	secretFileEnv = regexp.MustCompile(`(?i)((password|passwd|token|secret|credentials?|nkey|seed|private_?key|database_url|dsn)_FILE|_CREDS)$`)

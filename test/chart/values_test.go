@@ -51,6 +51,20 @@ func TestRejectedValues(t *testing.T) {
 		{"Prometheus ServiceAccount without a namespace", withScan("--set", "monitoring.prometheusServiceAccount.name=prometheus"),
 			"/monitoring/prometheusServiceAccount"},
 		{"no port for scan Pods' egress", withScan("--set", "global.networkPolicy.scanEgressPorts={}"), "scanEgressPorts"},
+		// Tokens never cross an Ingress in clear text by default.
+		{"ingress without TLS", withScan("--set", "resultsApi.ingress.enabled=true"),
+			"resultsApi.ingress.enabled without resultsApi.ingress.tlsSecretName: the admin token and people's tokens would cross the Ingress in clear text"},
+		{"results-api TLS without a certificate", withScan("--set", "global.resultsApi.tls.enabled=true", "--set", "global.resultsApi.tls.uploaderTrustsCA=true"),
+			"global.resultsApi.tls.enabled needs global.resultsApi.tls.secretName"},
+		{"results-api TLS from cert-manager without its API", withScan("--set", "global.resultsApi.tls.enabled=true",
+			"--set", "global.resultsApi.tls.uploaderTrustsCA=true", "--set", "global.resultsApi.tls.certManager.issuerRef.name=ca"),
+			"the cluster does not serve cert-manager.io/v1"},
+		{"results-api TLS while scan Jobs' uploader may not trust it", withScan("--set", "global.resultsApi.tls.enabled=true",
+			"--set", "global.resultsApi.tls.secretName=api-tls"), "the uploader has no CA option"},
+		{"a cert-manager issuer of another kind", withScan("--set", "global.resultsApi.tls.certManager.issuerRef.kind=Vault"), "/global/resultsApi/tls/certManager/issuerRef/kind"},
+		{"Postgres password Secret without the URL Secret", withScan("--set", "postgres.existingSecret=pg"), "database"},
+		{"Postgres password Secret without the URL Secret, without the schema", withScan("--skip-schema-validation", "--set", "postgres.existingSecret=pg"),
+			"postgres.existingSecret needs global.database.existingSecret"},
 		{"NATS creds and a user at once", []string{"--set", "nats.enabled=false", "--set", "global.nats.url=nats://n:4222",
 			"--set", "global.nats.credentials.operator.credsSecret.name=op", "--set", "global.nats.credentials.operator.user=op",
 			"--set", "global.nats.credentials.operator.passwordSecret.name=op"}, "operator"},
@@ -79,6 +93,8 @@ func TestHelmLint(t *testing.T) {
 		{"-f", "test/chart/testdata/values-everything.yaml"},
 		withScan("-f", "test/chart/testdata/values-external-nats-credentials.yaml"),
 		withScan("--set", "global.nats.users.existingSecret=my-nats-users"),
+		gitOpsSecrets,
+		withScan(apiTLSNamed...), // helm lint has no --api-versions: the cert-manager case is a render case only
 		{"-f", "deploy/dev/values.yaml"},
 	} {
 		if out, err := RunHelm(ctx, repoRoot, append([]string{"lint", "--strict", ChartDir}, args...)...); err != nil {

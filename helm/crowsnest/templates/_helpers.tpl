@@ -175,9 +175,42 @@ mode 0440 (root and the Pod's fsGroup).
 {{- end }}
 {{- end -}}
 
-{{/* crowsnest.apiURL: the in-cluster URL of results-api. */}}
+{{/*
+crowsnest.apiURL: the in-cluster URL of results-api: http on the Service's
+port 80, or https on 443 with global.resultsApi.tls.
+*/}}
 {{- define "crowsnest.apiURL" -}}
-{{- printf "http://%s.%s.svc" (include "crowsnest.name" (dict "ctx" .ctx "component" "results-api")) .ctx.Release.Namespace -}}
+{{- printf "%s://%s" (include "crowsnest.apiPort" .) (include "crowsnest.apiHost" .) -}}
+{{- end -}}
+
+{{/* crowsnest.apiHost: the Service DNS name the operator and scan Jobs call results-api by. */}}
+{{- define "crowsnest.apiHost" -}}
+{{- printf "%s.%s.svc" (include "crowsnest.name" (dict "ctx" .ctx "component" "results-api")) .ctx.Release.Namespace -}}
+{{- end -}}
+
+{{/* crowsnest.apiPort: the name (and scheme) of results-api's port: http, or https with global.resultsApi.tls. */}}
+{{- define "crowsnest.apiPort" -}}
+{{- ternary "https" "http" (eq (toString .ctx.Values.global.resultsApi.tls.enabled) "true") -}}
+{{- end -}}
+
+{{/*
+crowsnest.apiTLSSecret: the kubernetes.io/tls Secret results-api serves
+with under global.resultsApi.tls, else empty. Fails on settings that cannot
+work: neither a Secret nor an issuer, or an issuer where the cluster does not
+serve cert-manager.io/v1 (no Certificate would write the Secret).
+*/}}
+{{- define "crowsnest.apiTLSSecret" -}}
+{{- $tls := .ctx.Values.global.resultsApi.tls -}}
+{{- if $tls.enabled -}}
+{{- $issuer := $tls.certManager.issuerRef.name -}}
+{{- if not (or $issuer $tls.secretName) -}}
+{{- fail "global.resultsApi.tls.enabled needs global.resultsApi.tls.secretName (a kubernetes.io/tls Secret with tls.crt, tls.key and ca.crt) or global.resultsApi.tls.certManager.issuerRef.name (a cert-manager Issuer that writes it)" -}}
+{{- end -}}
+{{- if and $issuer (not (.ctx.Capabilities.APIVersions.Has "cert-manager.io/v1")) -}}
+{{- fail "global.resultsApi.tls.certManager.issuerRef is set but the cluster does not serve cert-manager.io/v1, so no Certificate would write the Secret: install cert-manager (with helm template, pass --api-versions cert-manager.io/v1), or create the Secret yourself and name it in global.resultsApi.tls.secretName without an issuerRef" -}}
+{{- end -}}
+{{- $tls.secretName | default (printf "%s-tls" (include "crowsnest.name" (dict "ctx" .ctx "component" "results-api"))) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* crowsnest.natsEgress: a NetworkPolicy egress rule to NATS (bundled pods, or any host on 4222). */}}

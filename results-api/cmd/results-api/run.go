@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
@@ -37,6 +39,7 @@ type options struct {
 	writeToken, writeTokenFile, uiDir, logLevel   string
 	origins, authMode, audience, allowedSAs       string
 	kubeconfig, rematchSAs, scanSA                string
+	tlsCertFile, tlsKeyFile                       string
 	maxBOMBytes                                   int64
 	shutdownTimeout                               time.Duration
 	limits                                        httpapi.Limits
@@ -72,6 +75,8 @@ func bindFlags(fs *flag.FlagSet, o *options, getenv func(string) string) {
 	fs.StringVar(&o.allowedSAs, "allowed-service-accounts", env("CROWSNEST_ALLOWED_SERVICE_ACCOUNTS", ""), "comma-separated namespace/name (or namespace/*) service accounts allowed to write in tokenreview mode (env CROWSNEST_ALLOWED_SERVICE_ACCOUNTS)")
 	fs.StringVar(&o.rematchSAs, "rematch-service-accounts", env("CROWSNEST_REMATCH_SERVICE_ACCOUNTS", ""), "comma-separated namespace/name service accounts (the matcher) that may replace existing reports in tokenreview mode (env CROWSNEST_REMATCH_SERVICE_ACCOUNTS)")
 	fs.StringVar(&o.scanSA, "scan-service-account", env("CROWSNEST_SCAN_SERVICE_ACCOUNT", ""), "service account scan Pods run as; uploads from Pods running as another are refused (empty: any) (env CROWSNEST_SCAN_SERVICE_ACCOUNT)")
+	fs.StringVar(&o.tlsCertFile, "tls-cert-file", env("CROWSNEST_TLS_CERT_FILE", ""), "PEM certificate (chain) to serve HTTPS with, together with --tls-key-file; reloaded when the file changes; empty serves plain HTTP (env CROWSNEST_TLS_CERT_FILE)")
+	fs.StringVar(&o.tlsKeyFile, "tls-key-file", env("CROWSNEST_TLS_KEY_FILE", ""), "PEM private key of --tls-cert-file (env CROWSNEST_TLS_KEY_FILE)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", env("CROWSNEST_KUBECONFIG", ""), "kubeconfig for TokenReview; empty uses the in-cluster config (env CROWSNEST_KUBECONFIG)")
 	bindLimitFlags(fs, o, env)
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", envDuration(env("CROWSNEST_SHUTDOWN_TIMEOUT", ""), 20*time.Second), "time to finish requests on SIGTERM (env CROWSNEST_SHUTDOWN_TIMEOUT)")
@@ -119,6 +124,9 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (*opti
 	}
 	if err := checkLimits(o); err != nil {
 		return nil, err
+	}
+	if (o.tlsCertFile == "") != (o.tlsKeyFile == "") {
+		return nil, errors.New("--tls-cert-file and --tls-key-file go together: set both to serve HTTPS, or neither")
 	}
 	var err error
 	if o.databaseURL == "" {
@@ -213,6 +221,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	default:
 		return fmt.Errorf("--auth-mode %q: want static or tokenreview", o.authMode)
 	}
+	var certs *certReloader
+	if o.tlsCertFile != "" {
+		if certs, err = newCertReloader(o.tlsCertFile, o.tlsKeyFile, log); err != nil {
+			return err
+		}
+	}
 	svc, err := service.New(ctx, cfg)
 	if err != nil {
 		return err
@@ -228,8 +242,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	srv := &http.Server{Handler: svc.Handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	log.Info("serving", "addr", ln.Addr().String(), "events", o.natsURL != "", "max_bom_bytes", o.maxBOMBytes,
+	if certs != nil {
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
+		// HTTP/1.1 only, as on plain HTTP: the per-route deadlines, memory
+		// budgets and WebSocket caps were built and measured for it.
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
+		go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { errc <- srv.Serve(ln) }()
+	}
+	log.Info("serving", "addr", ln.Addr().String(), "tls", certs != nil, "events", o.natsURL != "", "max_bom_bytes", o.maxBOMBytes,
 		"ingest_memory_bytes", o.limits.IngestMemory, "read_memory_bytes", o.limits.ReadMemory, "max_findings", o.limits.MaxFindings)
 
 	select {
@@ -294,4 +317,77 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// certReloader hands the TLS handshake the certificate in certFile and
+// keyFile, loaded again whenever either file's modification time or size
+// changes: a renewed Secret (cert-manager) reaches the Pod's mounted files
+// without a restart. A pair that fails to load (the two files caught
+// mid-rotation) keeps the previous certificate in service.
+type certReloader struct {
+	certFile, keyFile string
+	log               *slog.Logger
+
+	mu     sync.Mutex
+	cert   *tls.Certificate
+	loaded [2]fileStamp // of the pair in cert
+	// The last pair that did not load, so it is warned about once.
+	failed    [2]fileStamp
+	hasFailed bool
+}
+
+// fileStamp is what tells a changed file apart: modification time (Unix
+// nanoseconds) and size.
+type fileStamp struct{ mod, size int64 }
+
+func newCertReloader(certFile, keyFile string, log *slog.Logger) (*certReloader, error) {
+	r := &certReloader{certFile: certFile, keyFile: keyFile, log: log}
+	stamps, err := r.stamps()
+	if err != nil {
+		return nil, fmt.Errorf("tls certificate: %w", err)
+	}
+	if err := r.load(stamps); err != nil {
+		return nil, fmt.Errorf("tls certificate: %w", err)
+	}
+	return r, nil
+}
+
+// GetCertificate is tls.Config.GetCertificate.
+func (r *certReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	stamps, err := r.stamps()
+	if (err == nil && stamps == r.loaded) || (r.hasFailed && stamps == r.failed) {
+		return r.cert, nil
+	}
+	if err == nil {
+		err = r.load(stamps)
+	}
+	if err != nil {
+		r.failed, r.hasFailed = stamps, true
+		r.log.Warn("tls certificate not reloaded; serving the previous one", "error", err)
+	}
+	return r.cert, nil
+}
+
+func (r *certReloader) stamps() ([2]fileStamp, error) {
+	var s [2]fileStamp
+	for i, f := range []string{r.certFile, r.keyFile} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return s, err
+		}
+		s[i] = fileStamp{fi.ModTime().UnixNano(), fi.Size()}
+	}
+	return s, nil
+}
+
+func (r *certReloader) load(stamps [2]fileStamp) error {
+	cert, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
+	if err != nil {
+		return err
+	}
+	r.cert, r.loaded = &cert, stamps
+	r.log.Info("tls certificate loaded", "cert_file", r.certFile)
+	return nil
 }

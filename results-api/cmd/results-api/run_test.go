@@ -3,9 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"flag"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -280,4 +289,133 @@ func writeKubeconfig(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// writeSelfSigned writes a self-signed certificate for 127.0.0.1 and
+// localhost (serial number serial) and its key to certFile and keyFile, and
+// returns the certificate.
+func writeSelfSigned(t *testing.T, certFile, keyFile string, serial int64) *x509.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "results-api test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true,
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}
+
+// httpsGet GETs u on a new connection, trusting only roots, and returns the
+// status and the serial number of the certificate the server presented.
+func httpsGet(t *testing.T, u string, roots *x509.CertPool) (int, int64) {
+	t.Helper()
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, DisableKeepAlives: true}}
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, resp.TLS.PeerCertificates[0].SerialNumber.Int64()
+}
+
+// TestServesHTTPSAndReloadsCertificate: with --tls-cert-file and
+// --tls-key-file (here from the environment, as the chart sets them) the API
+// is HTTPS only: a client trusting the certificate gets /healthz, a
+// plain-HTTP request does not, and a certificate replaced on disk (as a
+// renewed Secret is) is served on the next connection without a restart.
+func TestServesHTTPSAndReloadsCertificate(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	first := writeSelfSigned(t, certFile, keyFile, 1)
+	env := map[string]string{"CROWSNEST_DATABASE_URL": pgtest.NewDatabase(t),
+		"CROWSNEST_TLS_CERT_FILE": certFile, "CROWSNEST_TLS_KEY_FILE": keyFile}
+	base, logs, stop := started(t, []string{"--listen", "127.0.0.1:0"}, env)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Errorf("graceful shutdown: %v", err)
+		}
+	}()
+	addr := strings.TrimPrefix(base, "http://")
+	if !strings.Contains(logs.String(), `"tls":true`) {
+		t.Errorf("serving log does not say tls:\n%s", logs)
+	}
+
+	roots := x509.NewCertPool()
+	roots.AddCert(first)
+	if code, serial := httpsGet(t, "https://"+addr+"/healthz", roots); code != http.StatusOK || serial != 1 {
+		t.Fatalf("HTTPS /healthz: %d with certificate %d, want 200 with 1", code, serial)
+	}
+	// Go's TLS server answers a plain-HTTP request with 400 and closes.
+	if code, body := get(t, "http://"+addr+"/healthz"); code == http.StatusOK || !strings.Contains(body, "HTTPS") {
+		t.Fatalf("plain HTTP /healthz: %d %q, want a refusal", code, body)
+	}
+	// An untrusted client fails the handshake.
+	if _, err := (&http.Client{Timeout: 5 * time.Second}).Get("https://" + addr + "/healthz"); err == nil {
+		t.Fatal("HTTPS with the system roots succeeded against a self-signed certificate")
+	}
+
+	second := writeSelfSigned(t, certFile, keyFile, 2)
+	// A modification time the first pair cannot share, whatever the
+	// filesystem's clock resolution.
+	later := time.Now().Add(2 * time.Second)
+	for _, f := range []string{certFile, keyFile} {
+		if err := os.Chtimes(f, later, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	roots.AddCert(second)
+	if code, serial := httpsGet(t, "https://"+addr+"/healthz", roots); code != http.StatusOK || serial != 2 {
+		t.Fatalf("after renewal: %d with certificate %d, want 200 with 2", code, serial)
+	}
+	// A broken pair (a key that does not match) keeps the last good one.
+	writeSelfSigned(t, filepath.Join(dir, "other.crt"), keyFile, 3)
+	if err := os.Chtimes(keyFile, later.Add(time.Second), later.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if code, serial := httpsGet(t, "https://"+addr+"/healthz", roots); code != http.StatusOK || serial != 2 {
+		t.Fatalf("with a mismatched key on disk: %d with certificate %d, want 200 with 2", code, serial)
+	}
+	if !strings.Contains(logs.String(), "tls certificate not reloaded") {
+		t.Errorf("no warning about the mismatched pair:\n%s", logs)
+	}
+}
+
+func TestTLSFlagsGoTogether(t *testing.T) {
+	env := map[string]string{"CROWSNEST_DATABASE_URL": "postgres://127.0.0.1:1/none"}
+	for _, args := range [][]string{{"--tls-cert-file=/x/tls.crt"}, {"--tls-key-file=/x/tls.key"}} {
+		if _, err := parseFlags(args, envMap(env), io.Discard); err == nil || !strings.Contains(err.Error(), "go together") {
+			t.Errorf("%v: %v, want a refusal", args, err)
+		}
+	}
+	dir := t.TempDir()
+	err := run(context.Background(), []string{"--tls-cert-file", filepath.Join(dir, "missing.crt"), "--tls-key-file", filepath.Join(dir, "missing.key")},
+		envMap(env), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "tls certificate") {
+		t.Errorf("missing certificate files: %v, want a start-up error", err)
+	}
 }

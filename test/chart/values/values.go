@@ -15,6 +15,7 @@ type Values struct {
 type Global struct {
 	ImagePullSecrets []string      `json:"imagePullSecrets" jsonschema:"description=Names of pull Secrets for every Crowsnest Pod"`
 	NATS             ExternalNATS  `json:"nats"`
+	ResultsAPI       GlobalAPI     `json:"resultsApi" jsonschema:"description=results-api settings the operator needs too"`
 	Database         ExternalDB    `json:"database"`
 	Scan             Scan          `json:"scan"`
 	NetworkPolicy    NetworkPolicy `json:"networkPolicy"`
@@ -55,6 +56,34 @@ type NATSClient struct {
 	User           string    `json:"user" jsonschema:"description=NATS user name; its password comes from passwordSecret,pattern=^$|^[^\\s]+$"`
 	PasswordSecret SecretKey `json:"passwordSecret" jsonschema:"description=Secret whose key holds the user's password (--nats-password-file)"`
 	CredsSecret    SecretKey `json:"credsSecret" jsonschema:"description=Secret whose key holds a NATS .creds file (JWT and NKey seed; --nats-creds); excludes user and passwordSecret"`
+}
+
+// GlobalAPI holds the results-api settings that the operator subchart must
+// see as well (a subchart sees only its own section and global).
+type GlobalAPI struct {
+	TLS APITLS `json:"tls"`
+}
+
+// APITLS is HTTPS on results-api itself: a kubernetes.io/tls Secret you
+// name, or one a cert-manager Certificate writes.
+type APITLS struct {
+	Enabled          bool        `json:"enabled" jsonschema:"description=Serve results-api over HTTPS (--tls-cert-file and --tls-key-file); the operator and scan Jobs then use https"`
+	SecretName       string      `json:"secretName" jsonschema:"description=kubernetes.io/tls Secret (tls.crt tls.key ca.crt) for <release>-results-api.<namespace>.svc; with certManager.issuerRef the Certificate writes it (empty: <release>-results-api-tls),pattern=^$|^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$,maxLength=253"`
+	CertManager      CertManager `json:"certManager"`
+	UploaderTrustsCA bool        `json:"uploaderTrustsCA" jsonschema:"description=Confirms that operator.uploaderImage trusts the certificate's CA (the uploader has no CA option); required with enabled in tokenreview mode"`
+}
+
+// CertManager is how the chart asks cert-manager for results-api's
+// certificate.
+type CertManager struct {
+	IssuerRef IssuerRef `json:"issuerRef" jsonschema:"description=Issuer of results-api's Certificate; empty name: no Certificate (name the Secret in secretName)"`
+}
+
+// IssuerRef names a cert-manager Issuer or ClusterIssuer.
+type IssuerRef struct {
+	Name  string `json:"name" jsonschema:"pattern=^$|^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$,maxLength=253"`
+	Kind  string `json:"kind" jsonschema:"enum=Issuer,enum=ClusterIssuer"`
+	Group string `json:"group" jsonschema:"minLength=1"`
 }
 
 // ExternalDB points at a Postgres database when the bundled one is disabled.
@@ -139,17 +168,18 @@ type Service struct {
 // WriteToken is the static admin token (results-api --admin-token-file):
 // writers other than scan Jobs, in every auth mode.
 type WriteToken struct {
-	ExistingSecret string `json:"existingSecret" jsonschema:"description=Secret holding the static admin token; empty generates <release>-results-api-write-token"`
-	Key            string `json:"key" jsonschema:"minLength=1"`
+	ExistingSecret string `json:"existingSecret" jsonschema:"description=Secret holding the static admin token; empty generates <release>-results-api-write-token (kept on upgrade by lookup; not with helm template or GitOps),pattern=^$|^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$,maxLength=253"`
+	Key            string `json:"key" jsonschema:"description=Key of existingSecret holding the token,minLength=1"`
 }
 
 // Ingress for the dashboard.
 type Ingress struct {
-	Enabled       bool              `json:"enabled"`
-	ClassName     string            `json:"className"`
-	Annotations   map[string]string `json:"annotations"`
-	Host          string            `json:"host" jsonschema:"minLength=1"`
-	TLSSecretName string            `json:"tlsSecretName"`
+	Enabled        bool              `json:"enabled"`
+	ClassName      string            `json:"className"`
+	Annotations    map[string]string `json:"annotations"`
+	Host           string            `json:"host" jsonschema:"minLength=1"`
+	TLSSecretName  string            `json:"tlsSecretName" jsonschema:"description=TLS Secret for host; required when enabled unless allowPlainHTTP,pattern=^$|^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$,maxLength=253"`
+	AllowPlainHTTP bool              `json:"allowPlainHTTP" jsonschema:"description=Render the Ingress without tlsSecretName (plain HTTP: tokens cross it in clear text)"`
 }
 
 // Persistence is a StatefulSet's volume claim.
@@ -176,10 +206,11 @@ type JetStream struct {
 type Postgres struct {
 	Enabled bool `json:"enabled"`
 	Component
-	Database       string      `json:"database" jsonschema:"pattern=^[a-z_][a-z0-9_]*$"`
-	Username       string      `json:"username" jsonschema:"pattern=^[a-z_][a-z0-9_]*$"`
-	ExistingSecret string      `json:"existingSecret" jsonschema:"description=Secret holding the password (key password) instead of a generated one"`
-	Persistence    Persistence `json:"persistence"`
+	Database          string      `json:"database" jsonschema:"pattern=^[a-z_][a-z0-9_]*$"`
+	Username          string      `json:"username" jsonschema:"pattern=^[a-z_][a-z0-9_]*$"`
+	ExistingSecret    string      `json:"existingSecret" jsonschema:"description=Secret holding the password (key existingSecretKey) instead of a generated one; needs global.database.existingSecret,pattern=^$|^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$,maxLength=253"`
+	ExistingSecretKey string      `json:"existingSecretKey" jsonschema:"description=Key of existingSecret holding the password,minLength=1"`
+	Persistence       Persistence `json:"persistence"`
 }
 
 // Monitoring is the Prometheus Operator integration.
