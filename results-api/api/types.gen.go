@@ -267,22 +267,29 @@ type ReportDeleted struct {
 	Image  string `json:"image"`
 }
 
-// ReportDetail ReportSummary fields, with the findings themselves; the count is in findingCount.
+// ReportDetail ReportSummary fields, with one page of the findings themselves; the count of all of them is in findingCount.
 type ReportDetail struct {
 	Counts   SeverityCounts `json:"counts"`
 	DbBuilt  string         `json:"dbBuilt"`
 	DbSchema *string        `json:"dbSchema,omitempty"`
 
 	// Digest Example: sha256:3f1e1d9c5b7a2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6c8d0e2f
-	Digest       Digest      `json:"digest"`
-	FindingCount int         `json:"findingCount"`
-	Findings     []Finding   `json:"findings"`
-	Fixable      int         `json:"fixable"`
-	GrypeVersion string      `json:"grypeVersion"`
-	Image        string      `json:"image"`
-	Scan         *ScanStatus `json:"scan,omitempty"`
-	ScannedAt    time.Time   `json:"scannedAt"`
-	StoredAt     time.Time   `json:"storedAt"`
+	Digest Digest `json:"digest"`
+
+	// FindingCount Number of findings of the report (all pages).
+	FindingCount int `json:"findingCount"`
+
+	// Findings This page of findings, at most findingsLimit.
+	Findings []Finding `json:"findings"`
+
+	// FindingsNextCursor Pass as findingsCursor for the next page of findings; absent on the last page.
+	FindingsNextCursor *string     `json:"findingsNextCursor,omitempty"`
+	Fixable            int         `json:"fixable"`
+	GrypeVersion       string      `json:"grypeVersion"`
+	Image              string      `json:"image"`
+	Scan               *ScanStatus `json:"scan,omitempty"`
+	ScannedAt          time.Time   `json:"scannedAt"`
+	StoredAt           time.Time   `json:"storedAt"`
 }
 
 // ReportList defines model for ReportList.
@@ -466,6 +473,12 @@ type ListReportsParamsSort string
 type GetReportParams struct {
 	// Sort Finding order. "severity" (default) is worst first, then CVSS score.
 	Sort *GetReportParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// FindingsLimit Findings per page.
+	FindingsLimit *int `form:"findingsLimit,omitempty" json:"findingsLimit,omitempty"`
+
+	// FindingsCursor Opaque cursor from a previous page's findingsNextCursor, made for the same sort; any other value is 400 invalid_query.
+	FindingsCursor *string `form:"findingsCursor,omitempty" json:"findingsCursor,omitempty"`
 }
 
 // GetReportParamsSort defines parameters for GetReport.

@@ -50,7 +50,7 @@ export async function buildBinaries(dir) {
 export async function buildNatsServer(dir) {
   const out = join(dir, 'nats-server');
   await run('go', ['build', '-o', out, 'github.com/nats-io/nats-server/v2'], {
-    cwd: join(repoRoot, 'hack', 'testsupport'),
+    cwd: join(repoRoot, 'test', 'support'),
     maxBuffer: 16 << 20,
     timeout: 600_000,
   });

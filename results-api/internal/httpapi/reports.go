@@ -143,19 +143,31 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, r, err)
 }
 
+// Pages of a report's findings: a report holds up to 50,000 of them, and
+// the detail is an open read.
+const (
+	defaultFindingPage = 500
+	maxFindingPage     = 5000
+)
+
 func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 	digest, err := digestParam(r)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	order := store.FindingOrder(r.URL.Query().Get("sort"))
-	switch order {
+	q := r.URL.Query()
+	fq := store.FindingQuery{Order: store.FindingOrder(q.Get("sort")), Cursor: q.Get("findingsCursor")}
+	switch fq.Order {
 	case "":
-		order = store.BySeverity
+		fq.Order = store.BySeverity
 	case store.BySeverity, store.ByID, store.ByPackage:
 	default:
-		writeError(w, r, newError(http.StatusBadRequest, "invalid_query", "sort must be severity, id or package"))
+		writeError(w, r, badQuery("sort must be severity, id or package"))
+		return
+	}
+	if fq.Limit, err = intParam(r, "findingsLimit", defaultFindingPage, maxFindingPage); err != nil {
+		writeError(w, r, err)
 		return
 	}
 	sum, err := s.cfg.Store.GetSummary(r.Context(), digest)
@@ -163,18 +175,20 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	lease, err := s.read.take(r.Context(), int64(sum.Findings)*DetailCostPerFinding)
+	lease, err := s.read.take(r.Context(), int64(min(sum.Findings, fq.Limit))*DetailCostPerFinding)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
 	defer lease.release()
-	rep, err := s.cfg.Store.GetReport(r.Context(), digest, order)
+	page, err := s.cfg.Store.GetReport(r.Context(), digest, fq)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.NewReportDetail(rep))
+	d := api.NewReportDetail(&page.Report)
+	d.FindingsNextCursor = optString(page.NextCursor)
+	writeJSON(w, http.StatusOK, d)
 }
 
 // getBOM streams the BOM: the store hands out a decompressing reader over

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -201,15 +202,13 @@ func encodeCursor(sort, field string, last listRow) string {
 	case "image":
 		v = last.Image
 	}
-	b, _ := json.Marshal(cursor{Sort: sort, Value: v, Digest: last.Digest})
-	return base64.RawURLEncoding.EncodeToString(b)
+	return marshalCursor(cursor{Sort: sort, Value: v, Digest: last.Digest})
 }
 
 func decodeCursor(s, sort string) (cursor, error) {
 	var c cursor
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || json.Unmarshal(b, &c) != nil {
-		return c, fmt.Errorf("%w: not a cursor from this API", ErrBadCursor)
+	if err := unmarshalCursor(s, &c); err != nil {
+		return c, err
 	}
 	if c.Sort != sort {
 		return c, fmt.Errorf("%w: cursor was made for sort %q, not %q", ErrBadCursor, c.Sort, sort)
@@ -232,6 +231,28 @@ func decodeCursor(s, sort string) (cursor, error) {
 		return c, fmt.Errorf("%w: bad value", ErrBadCursor)
 	}
 	return c, nil
+}
+
+// marshalCursor renders a cursor as the opaque string clients pass back:
+// its JSON in unpadded base64url, safe in a query string as it is.
+func marshalCursor(c any) string {
+	b, _ := json.Marshal(c) // cursors hold strings and finite numbers only
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// unmarshalCursor reads a string from marshalCursor into c. Fields it does
+// not know make it fail: those are not cursors of this kind.
+func unmarshalCursor(s string, c any) error {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(c)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: not a cursor from this API", ErrBadCursor)
+	}
+	return nil
 }
 
 // Scanned is one answer of a batch lookup.

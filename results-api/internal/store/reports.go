@@ -124,40 +124,6 @@ func writeContents(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *report.R
 	return tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&bom).Error
 }
 
-// FindingOrder orders a report's findings.
-type FindingOrder string
-
-// Finding orders.
-const (
-	BySeverity FindingOrder = "severity"
-	ByID       FindingOrder = "id"
-	ByPackage  FindingOrder = "package"
-)
-
-// GetReport returns a report's summary (with scan status) and findings.
-func (s *Store) GetReport(ctx context.Context, digest string, order FindingOrder) (*report.Report, error) {
-	sum, err := s.GetSummary(ctx, digest)
-	if err != nil {
-		return nil, err
-	}
-	orderBy := "severity DESC, cvss_score DESC NULLS LAST, vuln_id, pkg_name"
-	switch order {
-	case ByID:
-		orderBy = "vuln_id, pkg_name, pkg_version"
-	case ByPackage:
-		orderBy = "pkg_name, pkg_version, vuln_id"
-	}
-	var rows []findingRow
-	if err := s.db.WithContext(ctx).Where("digest = ?", digest).Order(orderBy).Find(&rows).Error; err != nil {
-		return nil, s.fail("get findings", err)
-	}
-	r := &report.Report{Summary: *sum, FindingList: make([]report.Finding, len(rows))}
-	for i, f := range rows {
-		r.FindingList[i] = f.finding()
-	}
-	return r, nil
-}
-
 // GetSummary returns one report's summary with its scan status.
 func (s *Store) GetSummary(ctx context.Context, digest string) (*report.Summary, error) {
 	var rows []listRow

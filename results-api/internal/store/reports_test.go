@@ -35,7 +35,7 @@ func TestPutCreateUnchangedReplace(t *testing.T) {
 	if res.Created || res.Unchanged || res.Summary.Counts != (report.Counts{High: 1}) || res.Summary.Image != "reg/renamed@"+digest(1) {
 		t.Fatalf("replacing put: %+v", res)
 	}
-	got, err := st.GetReport(ctx(t), digest(1), store.BySeverity)
+	got, err := st.GetReport(ctx(t), digest(1), store.FindingQuery{Order: store.BySeverity, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestReplaceIsAtomic(t *testing.T) {
 	if _, err := st.PutReport(ctx(t), bad); err == nil {
 		t.Fatal("put with a NUL byte succeeded")
 	}
-	got, err := st.GetReport(ctx(t), digest(2), store.ByID)
+	got, err := st.GetReport(ctx(t), digest(2), store.FindingQuery{Order: store.ByID, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestConcurrentPutSameDigest(t *testing.T) {
 	if created != 1 {
 		t.Fatalf("%d puts created the report, want 1", created)
 	}
-	if got, _ := st.GetReport(ctx(t), digest(4), store.ByID); len(got.FindingList) != 1 {
+	if got, _ := st.GetReport(ctx(t), digest(4), store.FindingQuery{Order: store.ByID, Limit: 100}); len(got.FindingList) != 1 {
 		t.Fatalf("findings = %d, want 1", len(got.FindingList))
 	}
 }
@@ -115,7 +115,7 @@ func TestGetOrdersAndBOM(t *testing.T) {
 	put(t, st, newReport(5, "", t0, raw, finding("CVE-B", report.Low, "z", ""), finding("CVE-A", report.Critical, "y", "2"),
 		finding("CVE-C", report.High, "x", "")))
 	ids := func(order store.FindingOrder) []string {
-		r, err := st.GetReport(ctx(t), digest(5), order)
+		r, err := st.GetReport(ctx(t), digest(5), store.FindingQuery{Order: order, Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func TestGetOrdersAndBOM(t *testing.T) {
 	if bom, err := readBOM(st, digest(5)); err != nil || string(bom) != raw {
 		t.Fatalf("bom = %q, %v", bom, err)
 	}
-	r, _ := st.GetReport(ctx(t), digest(5), store.BySeverity)
+	r, _ := st.GetReport(ctx(t), digest(5), store.FindingQuery{Order: store.BySeverity, Limit: 100})
 	if f := r.FindingList[0]; f.Package.PURL != "pkg:apk/alpine/y@1.0" || !slices.Equal(f.FixedIn, []string{"2"}) ||
 		f.CVSSScore == nil || *f.CVSSScore != 9.5 || f.URL == "" || f.Description == "" {
 		t.Errorf("finding fields lost: %+v", f)
@@ -151,7 +151,7 @@ func TestDeleteAndNotFound(t *testing.T) {
 	}
 	for name, err := range map[string]error{
 		"delete again":                      second(st.DeleteReport(ctx(t), digest(6))),
-		"get":                               second(st.GetReport(ctx(t), digest(6), store.BySeverity)),
+		"get":                               second(st.GetReport(ctx(t), digest(6), store.FindingQuery{Order: store.BySeverity, Limit: 100})),
 		"summary":                           second(st.GetSummary(ctx(t), digest(6))),
 		"bom":                               second(readBOM(st, digest(6))),
 		"vulnerability (findings cascaded)": second(st.GetVulnerability(ctx(t), "CVE-DEL")),

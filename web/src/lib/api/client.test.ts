@@ -62,13 +62,15 @@ describe('API client', () => {
   it('builds report, BOM, vulnerability, scans and stats URLs', async () => {
     reply = () => ({ status: 200, body: {} });
     const c = createClient({ baseUrl: base });
-    await c.getReport(digest, 'severity');
+    await c.getReport(digest, { sort: 'severity' });
+    await c.getReport(digest, { sort: 'id', findingsLimit: 500, findingsCursor: 'eyJv/+' });
     await c.getVulnerability('GHSA-xvch-5gv4-984h');
     await c.getVulnerability('odd/id?x');
     await c.listScans({ status: 'failed', limit: 10 });
     await c.getStats();
     expect(seen.map((s) => s.url)).toEqual([
       `/api/v1/reports/sha256:${'a1'.repeat(32)}?sort=severity`,
+      `/api/v1/reports/sha256:${'a1'.repeat(32)}?sort=id&findingsLimit=500&findingsCursor=eyJv%2F%2B`,
       '/api/v1/vulnerabilities/GHSA-xvch-5gv4-984h',
       '/api/v1/vulnerabilities/odd%2Fid%3Fx',
       '/api/v1/scans?status=failed&limit=10',

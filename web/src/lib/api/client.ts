@@ -3,7 +3,7 @@
 // and the error shape.
 import type {
   ApiErrorBody,
-  FindingSort,
+  FindingQuery,
   ReportDetail,
   ReportList,
   ReportQuery,
@@ -84,8 +84,9 @@ export function createClient(options: ClientOptions = {}) {
     listReports(query: ReportQuery = {}, signal?: AbortSignal): Promise<ReportList> {
       return json(url('/reports', query), { signal });
     },
-    getReport(digest: string, sort?: FindingSort, signal?: AbortSignal): Promise<ReportDetail> {
-      return json(url(`/reports/${seg(digest)}`, { sort }), { signal });
+    /** A report's summary with one page of its findings; findingsNextCursor is absent on the last page. */
+    getReport(digest: string, query: FindingQuery = {}, signal?: AbortSignal): Promise<ReportDetail> {
+      return json(url(`/reports/${seg(digest)}`, query), { signal });
     },
     async deleteReport(digest: string, token: string): Promise<void> {
       await request(url(`/reports/${seg(digest)}`), {

@@ -48,7 +48,13 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** A report's summary with its findings. */
+        /**
+         * A report's summary with one page of its findings.
+         * @description Findings come in pages of findingsLimit in the sort's order; follow
+         *     findingsNextCursor (as findingsCursor, with the same sort) for the
+         *     next page. The cursor is a position in that order, so a page never
+         *     repeats or skips a finding of the report it was made for.
+         */
         get: operations["getReport"];
         /**
          * Upload Grype's CycloneDX JSON for an image digest (idempotent).
@@ -332,7 +338,7 @@ export interface components {
             description?: string;
             url?: string;
         };
-        /** @description ReportSummary fields, with the findings themselves; the count is in findingCount. */
+        /** @description ReportSummary fields, with one page of the findings themselves; the count of all of them is in findingCount. */
         ReportDetail: {
             digest: components["schemas"]["Digest"];
             image: string;
@@ -345,9 +351,13 @@ export interface components {
             dbSchema?: string;
             counts: components["schemas"]["SeverityCounts"];
             fixable: number;
+            /** @description Number of findings of the report (all pages). */
             findingCount: number;
             scan?: components["schemas"]["ScanStatus"];
+            /** @description This page of findings, at most findingsLimit. */
             findings: components["schemas"]["Finding"][];
+            /** @description Pass as findingsCursor for the next page of findings; absent on the last page. */
+            findingsNextCursor?: string;
         };
         LookupRequest: {
             digests: components["schemas"]["Digest"][];
@@ -587,6 +597,10 @@ export interface operations {
             query?: {
                 /** @description Finding order. "severity" (default) is worst first, then CVSS score. */
                 sort?: "severity" | "id" | "package";
+                /** @description Findings per page. */
+                findingsLimit?: number;
+                /** @description Opaque cursor from a previous page's findingsNextCursor, made for the same sort; any other value is 400 invalid_query. */
+                findingsCursor?: string;
             };
             header?: never;
             path: {
@@ -597,7 +611,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Summary plus findings. */
+            /** @description Summary plus one page of findings. */
             200: {
                 headers: {
                     [name: string]: unknown;

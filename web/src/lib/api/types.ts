@@ -25,9 +25,9 @@ export type ApiErrorBody = Schemas['Error'];
 
 export type ReportQuery = NonNullable<operations['listReports']['parameters']['query']>;
 export type ReportSort = NonNullable<ReportQuery['sort']>;
-export type FindingSort = NonNullable<
-  NonNullable<operations['getReport']['parameters']['query']>['sort']
->;
+/** One page of a report's findings: sort, findingsLimit and the previous page's findingsNextCursor. */
+export type FindingQuery = NonNullable<operations['getReport']['parameters']['query']>;
+export type FindingSort = NonNullable<FindingQuery['sort']>;
 
 /** A WebSocket frame from /api/v1/events, discriminated by type. */
 export type EventMessage =
