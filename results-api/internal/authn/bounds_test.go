@@ -84,13 +84,15 @@ func TestTokenReviewsAreBounded(t *testing.T) {
 
 	// Forged tokens (well-formed, unknown signer): two reviews fail and use
 	// up the failure budget; the next forged token is refused without a call.
+	exp := time.Now().Add(time.Hour)
+	first := forged(0, exp)
 	for i := range 2 {
-		if _, err := reviewer.Review(ctx, forged(i)); !errors.Is(err, authn.ErrBadToken) {
+		if _, err := reviewer.Review(ctx, forged(i, exp)); !errors.Is(err, authn.ErrBadToken) {
 			t.Fatalf("forged token %d: %v, want ErrBadToken", i, err)
 		}
 	}
 	before := calls.Load()
-	_, err = reviewer.Review(ctx, forged(99))
+	_, err = reviewer.Review(ctx, forged(99, exp))
 	if !errors.Is(err, authn.ErrAuthUnavailable) || !errors.Is(err, authn.ErrTooManyFailures) {
 		t.Fatalf("forged token past the budget: %v, want ErrAuthUnavailable/ErrTooManyFailures", err)
 	}
@@ -98,7 +100,7 @@ func TestTokenReviewsAreBounded(t *testing.T) {
 		t.Fatal("a forged token past the failure budget still reached the API server")
 	}
 	// A repeated forged token is answered from the cache: no call, still 403.
-	if _, err := reviewer.Review(ctx, forged(0)); !errors.Is(err, authn.ErrBadToken) || calls.Load() != before {
+	if _, err := reviewer.Review(ctx, first); !errors.Is(err, authn.ErrBadToken) || calls.Load() != before {
 		t.Fatalf("cached forged token: %v (calls %d → %d)", err, before, calls.Load())
 	}
 	if _, err := reviewer.Review(ctx, good); err != nil {
@@ -107,10 +109,10 @@ func TestTokenReviewsAreBounded(t *testing.T) {
 }
 
 // forged returns a JWT-shaped token no API server signed.
-func forged(i int) string {
+func forged(i int, exp time.Time) string {
 	enc := base64.RawURLEncoding.EncodeToString
 	return enc([]byte(`{"alg":"RS256"}`)) + "." +
-		enc([]byte(fmt.Sprintf(`{"aud":["%s"],"exp":%d,"sub":"x%d"}`, authn.DefaultAudience, time.Now().Add(time.Hour).Unix(), i))) + "." +
+		enc([]byte(fmt.Sprintf(`{"aud":["%s"],"exp":%d,"sub":"x%d"}`, authn.DefaultAudience, exp.Unix(), i))) + "." +
 		enc([]byte("not-a-signature"))
 }
 
