@@ -60,19 +60,7 @@ func TestOnReportDeletedDeliversDigestsAndSkipsGarbage(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case d := <-got:
-		if d != digest {
-			t.Errorf("digest %q, want %q", d, digest)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no deletion delivered within 5s")
-	}
-	select {
-	case d := <-got:
-		t.Errorf("unexpected second delivery %q", d)
-	case <-time.After(200 * time.Millisecond):
-	}
+	expectOnly(t, got, digest)
 }
 
 // TestOnReportDeletedDropsForgedEvents plays an attacker on
@@ -141,19 +129,7 @@ func TestOnReportDeletedDropsForgedEvents(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case d := <-got:
-		if d != valid {
-			t.Fatalf("rescan of %q, want only %q", d, valid)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the valid deletion was not delivered within 5s")
-	}
-	select {
-	case d := <-got:
-		t.Errorf("unexpected second delivery %q", d)
-	case <-time.After(200 * time.Millisecond):
-	}
+	expectOnly(t, got, valid)
 
 	want := map[string]float64{"crowsnest.report.deleted/source": 1, "crowsnest.report.deleted/time": 1}
 	if got := invalidCounts(t); len(got) != len(want) || got["crowsnest.report.deleted/source"] != 1 || got["crowsnest.report.deleted/time"] != 1 {
@@ -194,4 +170,23 @@ func invalidCounts(t *testing.T) map[string]float64 {
 		}
 	}
 	return got
+}
+
+// expectOnly waits (up to 5 s) for exactly one delivery, of want, and then
+// checks that no second one follows.
+func expectOnly(t *testing.T, got <-chan string, want string) {
+	t.Helper()
+	select {
+	case d := <-got:
+		if d != want {
+			t.Fatalf("delivery of %q, want only %q", d, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s was not delivered within 5s", want)
+	}
+	select {
+	case d := <-got:
+		t.Errorf("unexpected second delivery %q", d)
+	case <-time.After(200 * time.Millisecond):
+	}
 }
