@@ -93,6 +93,10 @@ func TestIngestBudgetRefusesNeverHalfStores(t *testing.T) {
 	if _, err := pw.Write(bom[:size/2]); err != nil {
 		t.Fatal(err)
 	}
+	// The client has sent half the body; the server admits the upload in
+	// its own goroutine, so wait until the budget gauge shows the lease
+	// before anyone else asks.
+	waitForMetric(t, c, `crowsnest_results_api_memory_budget_in_use_bytes{budget="ingest"}`, float64(httpapi.IngestCostFactor*size))
 	// Everyone else is refused while it holds the budget.
 	const others = 7
 	type result struct {
@@ -254,4 +258,16 @@ func metricValue(t *testing.T, c *client, sample string) float64 {
 		}
 	}
 	return 0
+}
+
+// waitForMetric polls /metrics (bounded: 10 s) until sample is at least min.
+func waitForMetric(t *testing.T, c *client, sample string, minimum float64) {
+	t.Helper()
+	var got float64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if got = metricValue(t, c, sample); got >= minimum {
+			return
+		}
+	}
+	t.Fatalf("%s = %v after 10s, want ≥ %v", sample, got, minimum)
 }
