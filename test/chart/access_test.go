@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -119,22 +118,7 @@ func checkAccess(ctx context.Context, t *testing.T, cs kubernetes.Interface, che
 // roles and bindings to the API server for real.
 func applyRBAC(ctx context.Context, t *testing.T, release, ns string, args ...string) {
 	t.Helper()
-	applier, err := NewApplier(apiCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := TemplateRelease(ctx, repoRoot, release, ns, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rbacKinds := []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
-	for _, o := range objs {
-		if slices.Contains(rbacKinds, o.GetKind()) {
-			if err := applier.Apply(ctx, o); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	applyKinds(ctx, t, release, ns, []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}, args...)
 }
 
 // createNamespaces creates each namespace for real.

@@ -248,7 +248,7 @@ func assertRendered(t *testing.T, objs []*unstructured.Unstructured, tc renderCa
 		have[o.GetKind()+"/"+o.GetName()] = true
 		have[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = true
 		kinds[o.GetKind()] = true
-		if o.GetKind() != "CustomResourceDefinition" && !strings.HasPrefix(o.GetKind(), "Cluster") && o.GetNamespace() == "" {
+		if o.GetKind() != "CustomResourceDefinition" && !strings.HasPrefix(o.GetKind(), "Cluster") && !strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") && o.GetNamespace() == "" {
 			t.Errorf("%s/%s has no namespace", o.GetKind(), o.GetName())
 		}
 	}

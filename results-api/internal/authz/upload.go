@@ -42,6 +42,11 @@ type jobRef struct {
 //     not being deleted and has no terminal condition (Complete, Failed,
 //     SuccessCriteriaMet, FailureTarget) set to True.
 //
+// The labels and the Pod's service account are what a tenant who may
+// create Jobs or Pods in the namespace could copy; the chart's admission
+// policy <release>-scan-identity is what keeps them to the operator and the
+// Job controller (docs/deploy.md).
+//
 // A Pod that is still Pending is allowed: the uploader is the main container
 // and starts right after Grype's init container, often before the kubelet
 // has reported the Pod Running.

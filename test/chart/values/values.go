@@ -23,8 +23,18 @@ type Global struct {
 
 // Scan says where scan Jobs run and as whom.
 type Scan struct {
-	Namespaces     []string `json:"namespaces" jsonschema:"description=Namespaces Crowsnest scans: the operator watches only these (a Role in each) unless operator.clusterWide; their scan Pods may upload and defaultScanner creates Scanners there; empty only with operator.clusterWide,uniqueItems=true,pattern=^[a-z0-9]([-a-z0-9]*[a-z0-9])?$,maxLength=63"`
-	ServiceAccount string   `json:"serviceAccount" jsonschema:"description=ServiceAccount scan Pods run as; the chart creates it without permissions in every scan namespace; never default,pattern=^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$,maxLength=253"`
+	Namespaces      []string            `json:"namespaces" jsonschema:"description=Namespaces Crowsnest scans: the operator watches only these (a Role in each) unless operator.clusterWide; their scan Pods may upload and defaultScanner creates Scanners there; empty only with operator.clusterWide,uniqueItems=true,pattern=^[a-z0-9]([-a-z0-9]*[a-z0-9])?$,maxLength=63"`
+	ServiceAccount  string              `json:"serviceAccount" jsonschema:"description=ServiceAccount scan Pods run as; the chart creates it without permissions in every scan namespace; never default,pattern=^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$,maxLength=253"`
+	AdmissionPolicy ScanAdmissionPolicy `json:"admissionPolicy"`
+}
+
+// ScanAdmissionPolicy keeps the scan identity to the scan: a
+// ValidatingAdmissionPolicy on who may create scan Jobs, scan Pods and
+// tokens of the scan ServiceAccount.
+type ScanAdmissionPolicy struct {
+	Enabled            bool     `json:"enabled" jsonschema:"description=Install the ValidatingAdmissionPolicy <release>-scan-identity (admissionregistration.k8s.io/v1; Kubernetes 1.30+): only the operator creates or changes scan Jobs; only the Job controller creates Pods that run as the scan ServiceAccount; only kubelets request its tokens"`
+	JobControllerUsers []string `json:"jobControllerUsers" jsonschema:"description=Users the Job controller acts as when it creates a Job's Pods: system:serviceaccount:kube-system:job-controller with --use-service-account-credentials (kubeadm and most managed clusters); system:kube-controller-manager without,minItems=1,uniqueItems=true"`
+	KubeletGroups      []string `json:"kubeletGroups" jsonschema:"description=Groups that may request tokens of the scan ServiceAccount (the kubelet mounting the scan Pod's projected token),minItems=1,uniqueItems=true"`
 }
 
 // ExternalNATS points at a NATS server when the bundled one is disabled, and
