@@ -2,7 +2,8 @@
 // the uploader, which runs in them, and results-api, which checks that an
 // upload comes from the Job that was scheduled for its digest: the uploader's
 // exit codes, the paths inside the scan Pod, the token audience, and the
-// labels and annotations that identify a scan Job.
+// labels and annotations that identify a scan Job (DigestHash is the digest
+// label's value).
 //
 // Changing a value here changes what already-running Jobs and other tools
 // expect; scan_test.go pins every one of them.

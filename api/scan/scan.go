@@ -1,5 +1,7 @@
 package scan
 
+import "strings"
+
 // Exit codes of the uploader: the scan Job's outcome. The operator maps them
 // to a Scanner failure reason (docs/uploader.md lists them).
 const (
@@ -48,3 +50,14 @@ const (
 	AnnotationDigest = "crowsnest.dev/digest"
 	AnnotationImage  = "crowsnest.dev/image"
 )
+
+// DigestHash is the value of LabelDigestHash on the scan Job and Pod of
+// digest: its first 32 hex characters, without the "sha256:" prefix (a label
+// value holds at most 63). Tools select a digest's scan Pods by it.
+func DigestHash(digest string) string {
+	h := strings.TrimPrefix(digest, "sha256:")
+	if len(h) > 32 {
+		h = h[:32]
+	}
+	return h
+}

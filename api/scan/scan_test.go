@@ -55,3 +55,16 @@ func TestContractPinned(t *testing.T) {
 		seen[c] = true
 	}
 }
+
+// TestDigestHashPinned pins the label value of a digest: running Jobs carry
+// it and tools select scan Pods by it.
+func TestDigestHashPinned(t *testing.T) {
+	for in, want := range map[string]string{
+		"sha256:4bcff63911fcb4448bd4fdacec207030997caf25e9bea4045fa6c8c44de311d1": "4bcff63911fcb4448bd4fdacec207030",
+		"sha256:abc": "abc",
+	} {
+		if got := scan.DigestHash(in); got != want {
+			t.Errorf("DigestHash(%q) = %q, the contract says %q", in, got, want)
+		}
+	}
+}

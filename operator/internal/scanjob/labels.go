@@ -44,15 +44,8 @@ func JobName(scanner, digest string) string {
 	return prefix + "-scan-" + hex.EncodeToString(sum[:8])
 }
 
-// DigestHash is the label value identifying a digest: its first 32 hex
-// characters (a label value holds at most 63).
-func DigestHash(digest string) string {
-	h := strings.TrimPrefix(digest, "sha256:")
-	if len(h) > 32 {
-		h = h[:32]
-	}
-	return h
-}
+// DigestHash is the label value identifying a digest (scan.DigestHash).
+func DigestHash(digest string) string { return scan.DigestHash(digest) }
 
 // SelectorLabels select every Job of one Scanner.
 func SelectorLabels(scanner string) map[string]string {

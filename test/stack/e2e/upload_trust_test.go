@@ -7,12 +7,16 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/crowsnest-dev/crowsnest/api/scan"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/workload"
 )
@@ -20,15 +24,18 @@ import (
 // TestUploadsOnlyFromTheirScan plays an attacker with a foothold in a
 // scanned namespace: every token it can get there — a workload Pod's own
 // projected token, the scan service account's token not bound to a Pod, the
-// token of a scan Pod that has finished — is refused for PUT and DELETE,
-// and the stored report is unchanged. It runs after TestScanLifecycle (file
+// token of a scan Pod while it runs (for another digest than its own), the
+// same token once the scan has finished — is refused for PUT and DELETE, and
+// the stored report is unchanged. The running scan is held by the executor
+// (Executor.Hold) between Grype and the uploader, so the test acts while the
+// Pod runs, however fast scans are. It runs after TestScanLifecycle (file
 // order), whose alpine report it tries to overwrite.
 func TestUploadsOnlyFromTheirScan(t *testing.T) {
 	needFull(t)
 	if shared.Options.UploadToken != "serviceaccount" {
 		t.Fatal("the trust scenarios need the stack's TokenReview mode (upload token serviceaccount)")
 	}
-	ctx := withTimeout(t, 3*time.Minute)
+	ctx := withTimeout(t, 4*time.Minute)
 	alpine := image(t, "alpine")
 	before, err := getReport(ctx, alpine.Digest)
 	if err != nil {
@@ -55,39 +62,61 @@ func TestUploadsOnlyFromTheirScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	finished, finishedDigest := finishedScanPod(ctx, t, ns)
-	finishedToken, err := shared.ServiceAccountToken(ctx, ns, finished.Spec.ServiceAccountName, finished.Name, string(finished.UID))
+
+	own := pushVariant(ctx, t, "trust-held")
+	release := shared.Executor.Hold(own.Digest)
+	defer release() // a failing test leaves no Pod held
+	if err := shared.Client.Create(ctx, workload.Scanner(ns, 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := shared.Client.Create(ctx, workload.Pod(ns, "scanned", own.Ref(), false)); err != nil {
+		t.Fatal(err)
+	}
+	scanPod := runningScanPod(ctx, t, ns, own.Digest)
+	scanToken, err := shared.ServiceAccountToken(ctx, ns, scanPod.Spec.ServiceAccountName, scanPod.Name, string(scanPod.UID))
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	for _, c := range []struct {
-		name, method, token, digest string
-	}{
-		{"a workload Pod's own token, PUT", http.MethodPut, workloadToken, alpine.Digest},
-		{"a workload Pod's own token, DELETE", http.MethodDelete, workloadToken, alpine.Digest},
-		{"the scan service account, not bound to a Pod", http.MethodPut, unbound, alpine.Digest},
-		{"a finished scan Pod's token, its own digest", http.MethodPut, finishedToken, finishedDigest},
-		{"a finished scan Pod's token, another digest", http.MethodPut, finishedToken, alpine.Digest},
-		{"a finished scan Pod's token, DELETE", http.MethodDelete, finishedToken, alpine.Digest},
-		{"no token", http.MethodPut, "", alpine.Digest},
-	} {
-		status := write(ctx, t, c.method, c.digest, c.token, bom)
-		want := http.StatusForbidden
-		if c.token == "" {
-			want = http.StatusUnauthorized
-		}
-		if status != want {
-			t.Errorf("%s: %d, want %d", c.name, status, want)
-		}
+	forbidden, unauthorized := []int{http.StatusForbidden}, []int{http.StatusUnauthorized}
+	attempts(ctx, t, bom, []attempt{
+		{"a workload Pod's own token, PUT", http.MethodPut, workloadToken, alpine.Digest, forbidden},
+		{"a workload Pod's own token, DELETE", http.MethodDelete, workloadToken, alpine.Digest, forbidden},
+		{"the scan service account, not bound to a Pod", http.MethodPut, unbound, alpine.Digest, forbidden},
+		{"a running scan Pod's token, another digest", http.MethodPut, scanToken, alpine.Digest, forbidden},
+		{"a running scan Pod's token, DELETE", http.MethodDelete, scanToken, alpine.Digest, forbidden},
+		{"no token", http.MethodPut, "", alpine.Digest, unauthorized},
+	})
+	if _, err := getReport(ctx, own.Digest); err == nil {
+		t.Fatal("the held scan's report is stored: its uploader ran while held")
 	}
-	after, err := getReport(ctx, alpine.Digest)
-	if err != nil {
-		t.Fatalf("alpine's report is gone: %v", err)
-	}
-	if !after.ScannedAt.Equal(before.ScannedAt) {
-		t.Errorf("alpine's report changed: scanned at %s, was %s", after.ScannedAt, before.ScannedAt)
-	}
+
+	// Released, the same Pod stores its own digest's report: the token that
+	// was refused above was one of a scan Pod allowed to upload.
+	release()
+	var stored *reportSummary
+	eventually(t, time.Minute, "the released scan's report", func() error {
+		stored, err = getReport(ctx, own.Digest)
+		return err
+	})
+	scanFinished(ctx, t, scanPod)
+
+	// Once the scan has finished its token is refused, with one of two codes
+	// depending on how far clean-up has got, which the operator's and the
+	// GC's timing decide: 403 while the Pod object still exists in a
+	// terminal phase (TokenReview authenticates the token, the Pod and Job
+	// checks refuse it); 401 once the operator has retired the Job and the
+	// GC has deleted the Pod, because TokenReview no longer authenticates a
+	// token bound to a deleted Pod. Every other case keeps its exact code.
+	finished := []int{http.StatusUnauthorized, http.StatusForbidden}
+	attempts(ctx, t, bom, []attempt{
+		{"a finished scan Pod's token, its own digest", http.MethodPut, scanToken, own.Digest, finished},
+		{"a finished scan Pod's token, another digest", http.MethodPut, scanToken, alpine.Digest, finished},
+		{"a finished scan Pod's token, DELETE", http.MethodDelete, scanToken, alpine.Digest, finished},
+	})
+	unchanged(ctx, t, alpine.Digest, before)
+	unchanged(ctx, t, own.Digest, stored)
+
 	// The static admin token still writes in TokenReview mode (CI uploads):
 	// a report for a digest nothing runs, deleted again.
 	spare := "sha256:" + fmt.Sprintf("%064x", time.Now().UnixNano())
@@ -99,12 +128,42 @@ func TestUploadsOnlyFromTheirScan(t *testing.T) {
 	}
 }
 
-// finishedScanPod has the operator scan a new digest in ns and returns the
-// scan Pod once its Job has finished (before the Job's TTL removes it), and
-// the digest.
-func finishedScanPod(ctx context.Context, t *testing.T, ns string) (corev1.Pod, string) {
+// attempt is one write an attacker tries, and the statuses it may get.
+type attempt struct {
+	name, method, token, digest string
+	want                        []int
+}
+
+func attempts(ctx context.Context, t *testing.T, bom []byte, as []attempt) {
 	t.Helper()
-	b, err := registry.Variant("trust-finished")
+	for _, a := range as {
+		status := write(ctx, t, a.method, a.digest, a.token, bom)
+		switch {
+		case !slices.Contains(a.want, status):
+			t.Errorf("%s: %d, want one of %v", a.name, status, a.want)
+		case len(a.want) > 1:
+			t.Logf("%s: %d", a.name, status)
+		}
+	}
+}
+
+// unchanged fails the test when digest's report is gone or was replaced.
+func unchanged(ctx context.Context, t *testing.T, digest string, before *reportSummary) {
+	t.Helper()
+	after, err := getReport(ctx, digest)
+	if err != nil {
+		t.Errorf("the report of %s is gone: %v", digest, err)
+		return
+	}
+	if !after.ScannedAt.Equal(before.ScannedAt) {
+		t.Errorf("the report of %s changed: scanned at %s, was %s", digest, after.ScannedAt, before.ScannedAt)
+	}
+}
+
+// pushVariant pushes an image with a digest nobody has scanned.
+func pushVariant(ctx context.Context, t *testing.T, name string) registry.Image {
+	t.Helper()
+	b, err := registry.Variant(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,35 +171,82 @@ func finishedScanPod(ctx context.Context, t *testing.T, ns string) (corev1.Pod, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := shared.Client.Create(ctx, workload.Scanner(ns, 1, 0)); err != nil {
-		t.Fatal(err)
-	}
-	if err := shared.Client.Create(ctx, workload.Pod(ns, "finished", img.Ref(), false)); err != nil {
-		t.Fatal(err)
-	}
+	return img
+}
+
+// runningScanPod waits for the scan Pod of digest in ns to run its main
+// container (held by the executor, it stays so until released).
+func runningScanPod(ctx context.Context, t *testing.T, ns, digest string) corev1.Pod {
+	t.Helper()
+	selector := scan.LabelDigestHash + "=" + scan.DigestHash(digest)
 	var pod corev1.Pod
-	eventually(t, 2*time.Minute, "a finished scan Job", func() error {
-		jobs, err := shared.Cluster.Client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+	eventually(t, 2*time.Minute, "a running scan Pod for "+digest, func() error {
+		pods, err := shared.Cluster.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return err
 		}
-		for _, j := range jobs.Items {
-			if j.Annotations["crowsnest.dev/digest"] != img.Digest || j.Status.Succeeded == 0 {
-				continue
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodFailed {
+				t.Fatalf("scan Pod %s failed before its uploader ran: %v", p.Name, p.Status.InitContainerStatuses)
 			}
-			pods, err := shared.Cluster.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + j.Name})
-			if err != nil {
-				return fmt.Errorf("list the Pods of job %s: %w", j.Name, err)
+			if p.Status.Phase == corev1.PodRunning && containersStarted(p) {
+				pod = p
+				return nil
 			}
-			if len(pods.Items) == 0 {
-				return fmt.Errorf("job %s finished, its Pod not listed yet", j.Name)
-			}
-			pod = pods.Items[0]
+		}
+		return fmt.Errorf("%d scan Pods (%s), none running", len(pods.Items), selector)
+	})
+	return pod
+}
+
+func containersStarted(p corev1.Pod) bool {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.State.Running == nil || s.Started == nil || !*s.Started {
+			return false
+		}
+	}
+	return len(p.Status.ContainerStatuses) > 0
+}
+
+// scanFinished waits until pod has terminated or is gone, and so has its
+// Job. The Job matters: results-api caches a Pod it has verified for that
+// Pod's digest and checks the Job live on every upload, so between the
+// Pod's end and the Job controller marking the Job finished the token would
+// still store its own digest's report.
+func scanFinished(ctx context.Context, t *testing.T, pod corev1.Pod) {
+	t.Helper()
+	job := metav1.GetControllerOf(&pod)
+	if job == nil {
+		t.Fatalf("scan Pod %s has no Job", pod.Name)
+	}
+	eventually(t, time.Minute, "scan Pod "+pod.Name+" and its Job finished", func() error {
+		p, err := shared.Cluster.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return err
+		case p.UID == pod.UID && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed:
+			return fmt.Errorf("scan Pod %s is %s", p.Name, p.Status.Phase)
+		}
+		j, err := shared.Cluster.Client.BatchV1().Jobs(pod.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		case j.UID != job.UID || j.DeletionTimestamp != nil:
 			return nil
 		}
-		return fmt.Errorf("no finished scan Job for %s yet", img.Digest)
+		for _, c := range j.Status.Conditions {
+			switch c.Type {
+			case batchv1.JobComplete, batchv1.JobFailed, batchv1.JobSuccessCriteriaMet, batchv1.JobFailureTarget:
+				if c.Status == corev1.ConditionTrue {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("job %s has not finished", j.Name)
 	})
-	return pod, img.Digest
 }
 
 func write(ctx context.Context, t *testing.T, method, digest, token string, body []byte) int {

@@ -6,4 +6,12 @@
 // writes container states, exit codes and the Pod phase back into the Pod
 // status like a kubelet, so the Job controller completes or fails the Job.
 // Every other Pod is left to kwok.
+//
+// At most Parallel Pods run at once; the others wait, unstarted.
+//
+// Hold is a test hook: it keeps one digest's scan Pods after their init
+// container, Running, until the test releases them, so a test can act while
+// a scan runs. A held Pod keeps its Parallel slot (it is running, as far as
+// the cluster can tell) and nothing else: no lock is held while it waits, so
+// the other Pods run in the remaining slots.
 package executor

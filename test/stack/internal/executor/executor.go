@@ -42,6 +42,7 @@ type Executor struct {
 
 	mu      sync.Mutex
 	running map[types.UID]context.CancelFunc
+	holds   map[string][]chan struct{} // digest hash → open gates (Hold)
 	sem     chan struct{}
 }
 

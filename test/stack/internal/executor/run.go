@@ -50,6 +50,9 @@ func (e *Executor) runPod(ctx context.Context, pod *corev1.Pod, log *slog.Logger
 	if err := e.setStatus(ctx, pod, containersRunning()); err != nil {
 		return err
 	}
+	if err := e.waitHeld(ctx, pod, log); err != nil {
+		return err
+	}
 	// Scan Pods have one main container; more would run in parallel on a
 	// kubelet, here they run one after another.
 	for i, c := range pod.Spec.Containers {
