@@ -155,8 +155,16 @@ func (a *Authorizer) scanJob(ctx context.Context, ref jobRef, digest string) err
 }
 
 // finished reports the first terminal (or about to be terminal) condition
-// of job that is True.
+// of job that is True, or that one of its Pods has terminated: a scan Job
+// runs one Pod with backoffLimit 0, so the Job is done the moment the Job
+// controller sees that Pod end, before it sets a condition. That is what
+// closes the window in which a cached verdict for a Pod that has just
+// finished would still be honoured.
 func finished(job *batchv1.Job) (batchv1.JobConditionType, bool) {
+	if u := job.Status.UncountedTerminatedPods; job.Status.Succeeded > 0 || job.Status.Failed > 0 ||
+		(u != nil && len(u.Succeeded)+len(u.Failed) > 0) {
+		return "PodTerminated", true
+	}
 	for _, c := range job.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
 			continue

@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -104,6 +105,23 @@ func TestUploadOnlyFromTheDigestsScanPod(t *testing.T) {
 		allow(t, az, id, dD) // and cached
 		c.finish(job)
 		refuse(t, az, id, dD, "has finished (")
+	})
+	t.Run("job saw its pod end, no condition yet", func(t *testing.T) {
+		dG := digest('g')
+		job := c.scanJob("scan-g", dG)
+		pod := c.pod("scan-g-x1", scanSA, job, corev1.PodRunning)
+		id := c.identity(c.token(scanSA, pod))
+		allow(t, az, id, dG) // and cached: the Pod is not fetched again
+		// The Job controller's first step once the Pod ends: the Pod in
+		// uncountedTerminatedPods, no count, no condition.
+		job, err := c.admin.BatchV1().Jobs(c.ns).Get(c.ctx, job.Name, metav1.GetOptions{})
+		must(t, err)
+		now := metav1.Now()
+		job.Status = batchv1.JobStatus{StartTime: &now,
+			UncountedTerminatedPods: &batchv1.UncountedTerminatedPods{Succeeded: []types.UID{pod.UID}}}
+		_, err = c.admin.BatchV1().Jobs(c.ns).UpdateStatus(c.ctx, job, metav1.UpdateOptions{})
+		must(t, err)
+		refuse(t, az, id, dG, "has finished (PodTerminated)")
 	})
 	t.Run("pod terminated", func(t *testing.T) {
 		dE := digest('e')
