@@ -24,7 +24,8 @@ type Options struct {
 
 	Nodes        int    // kwok Nodes
 	RegistryAddr string // "127.0.0.1:0" picks a free port
-	APIAddr      string // results-api listen address; "127.0.0.1:0" picks a free port
+	APIAddr      string // results-api's front address; "127.0.0.1:0" picks a free port
+	APIReplicas  int    // results-api replicas behind the front (default 2)
 	// ClusterOnly runs the control plane, registry and imageID writer only
 	// (no NATS, Postgres, results-api, operator or executor).
 	ClusterOnly bool
@@ -81,6 +82,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Parallel < 1 {
 		o.Parallel = 4
+	}
+	if o.APIReplicas < 1 {
+		o.APIReplicas = 2
 	}
 	if o.RetryBackoff <= 0 {
 		o.RetryBackoff = 15 * time.Second

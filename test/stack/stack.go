@@ -18,6 +18,7 @@ import (
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/controlplane"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/executor"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/proxy"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/services"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/workload"
@@ -34,13 +35,19 @@ const (
 
 // Stack is a running local Crowsnest.
 type Stack struct {
-	Options    Options
-	Cluster    *controlplane.ControlPlane
-	Registry   *registry.Registry
-	Client     client.Client
-	NATS       *services.NATS
-	Postgres   *services.Postgres
+	Options  Options
+	Cluster  *controlplane.ControlPlane
+	Registry *registry.Registry
+	Client   client.Client
+	NATS     *services.NATS
+	Postgres *services.Postgres
+	// APIs are the results-api replicas (Options.APIReplicas), all on one
+	// database and NATS; API is the first. Front is the one address in
+	// front of them all (a Service's stand-in): the operator, scan Pods,
+	// the dashboard and the tests use URL().
+	APIs       []*services.ResultsAPI
 	API        *services.ResultsAPI
+	Front      *proxy.Proxy
 	Operator   *services.Operator
 	Executor   *executor.Executor
 	WriteToken string
@@ -150,35 +157,9 @@ func (s *Stack) startServices(ctx, bg context.Context) error {
 	s.Postgres = pg
 	s.closers = append(s.closers, func() { _ = pg.Stop() })
 	s.WriteToken = randomToken()
-	listen := o.APIAddr
-	if strings.HasSuffix(listen, ":0") {
-		port, err := freePort()
-		if err != nil {
-			return err
-		}
-		listen = fmt.Sprintf("127.0.0.1:%d", port)
-	}
-	s.API = &services.ResultsAPI{Binary: o.Bin.ResultsAPI, LogDir: logs, StateDir: logs, Listen: listen,
-		DatabaseURL: pg.URL, NATSURL: s.NATS.URL(), NATSPasswordFile: s.NATS.PasswordFile(eventsv1.UserResultsAPI), WriteToken: s.WriteToken}
-	if ui := filepath.Join(o.Root, "web", "dist"); fileExists(filepath.Join(ui, "index.html")) {
-		// Serve the freshest dashboard build (make build-web also embeds it).
-		s.API.ExtraArgs = append(s.API.ExtraArgs, "--ui-dir="+ui)
-	}
-	if o.UploadToken == "serviceaccount" {
-		// Scan Pods present projected service-account tokens; results-api
-		// checks them with TokenReview against this control plane.
-		allowed := []string{workload.Namespace + "/*"}
-		for _, ns := range o.Namespaces {
-			allowed = append(allowed, ns+"/*")
-		}
-		s.API.ExtraArgs = append(s.API.ExtraArgs, "--auth-mode=tokenreview", "--kubeconfig="+s.Cluster.Kubeconfig,
-			"--token-audience="+TokenAudience, "--allowed-service-accounts="+strings.Join(allowed, ","),
-			"--scan-service-account="+workload.ScanServiceAccount)
-	}
-	if err := s.API.Start(ctx); err != nil {
+	if err := s.startAPIs(ctx); err != nil {
 		return err
 	}
-	s.closers = append(s.closers, s.API.Stop)
 	s.GrypeDB = filepath.Join(logs, "grype-db")
 	s.Log.Info("preparing the Grype DB", "online", o.OnlineDB)
 	if err := services.PrepareGrypeDB(ctx, o.Bin.Grype, o.Bin.Vulndb, s.GrypeDB, o.OnlineDB); err != nil {
@@ -200,7 +181,7 @@ func (s *Stack) startServices(ctx, bg context.Context) error {
 	}
 	s.goRun(bg, "scan executor", s.Executor.Run)
 	s.Operator = &services.Operator{Binary: o.Bin.Operator, LogDir: logs, Kubeconfig: s.Cluster.Kubeconfig,
-		ResultsAPIURL: s.API.URL(), NATSURL: s.NATS.URL(), NATSPasswordFile: s.NATS.PasswordFile(eventsv1.UserOperator), UploaderImage: UploaderImage, GrypeImage: GrypeImage,
+		ResultsAPIURL: s.URL(), NATSURL: s.NATS.URL(), NATSPasswordFile: s.NATS.PasswordFile(eventsv1.UserOperator), UploaderImage: UploaderImage, GrypeImage: GrypeImage,
 		RetryBackoff: o.RetryBackoff, JobTTL: o.JobTTL,
 		ExtraArgs: []string{"--scan-service-account=" + workload.ScanServiceAccount}}
 	if err := s.Operator.Start(ctx); err != nil {
@@ -209,6 +190,59 @@ func (s *Stack) startServices(ctx, bg context.Context) error {
 	s.closers = append(s.closers, s.Operator.Stop)
 	return nil
 }
+
+// startAPIs starts the results-api replicas one after another (the first
+// migrates the database) and the front proxy on Options.APIAddr.
+func (s *Stack) startAPIs(ctx context.Context) error {
+	o := s.Options
+	logs := o.StateDir
+	var backends []string
+	for i := range o.APIReplicas {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		name := "results-api"
+		if i > 0 {
+			name = fmt.Sprintf("results-api-%d", i)
+		}
+		api := &services.ResultsAPI{Name: name, Binary: o.Bin.ResultsAPI, LogDir: logs, StateDir: logs, Listen: fmt.Sprintf("127.0.0.1:%d", port),
+			DatabaseURL: s.Postgres.URL, NATSURL: s.NATS.URL(), NATSPasswordFile: s.NATS.PasswordFile(eventsv1.UserResultsAPI), WriteToken: s.WriteToken}
+		if ui := filepath.Join(o.Root, "web", "dist"); fileExists(filepath.Join(ui, "index.html")) {
+			// Serve the freshest dashboard build (make build-web also embeds it).
+			api.ExtraArgs = append(api.ExtraArgs, "--ui-dir="+ui)
+		}
+		if o.UploadToken == "serviceaccount" {
+			// Scan Pods present projected service-account tokens; results-api
+			// checks them with TokenReview against this control plane.
+			allowed := []string{workload.Namespace + "/*"}
+			for _, ns := range o.Namespaces {
+				allowed = append(allowed, ns+"/*")
+			}
+			api.ExtraArgs = append(api.ExtraArgs, "--auth-mode=tokenreview", "--kubeconfig="+s.Cluster.Kubeconfig,
+				"--token-audience="+TokenAudience, "--allowed-service-accounts="+strings.Join(allowed, ","),
+				"--scan-service-account="+workload.ScanServiceAccount)
+		}
+		if err := api.Start(ctx); err != nil {
+			return err
+		}
+		s.closers = append(s.closers, api.Stop)
+		s.APIs = append(s.APIs, api)
+		backends = append(backends, api.Listen)
+	}
+	s.API = s.APIs[0]
+	front, err := proxy.Start(o.APIAddr, backends)
+	if err != nil {
+		return fmt.Errorf("results-api front: %w", err)
+	}
+	s.Front = front
+	s.closers = append(s.closers, front.Close)
+	return nil
+}
+
+// URL is results-api's address for everyone: the front in front of every
+// replica.
+func (s *Stack) URL() string { return "http://" + s.Front.Addr() }
 
 // binaryFor maps a scan Pod's container image to a local binary.
 func (s *Stack) binaryFor(c corev1.Container) (string, error) {

@@ -15,8 +15,8 @@ func (s *Stack) PrintSummary(w io.Writer, took time.Duration) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nCrowsnest local stack is up (%s).\n\n", took.Round(100*time.Millisecond))
 	if s.API != nil {
-		fmt.Fprintf(&b, "  Dashboard     %s/\n", s.API.URL())
-		fmt.Fprintf(&b, "  REST API      %s/api/v1/reports\n", s.API.URL())
+		fmt.Fprintf(&b, "  Dashboard     %s/   (%d results-api replicas behind it)\n", s.URL(), len(s.APIs))
+		fmt.Fprintf(&b, "  REST API      %s/api/v1/reports\n", s.URL())
 		fmt.Fprintf(&b, "  NATS          %s   (nats sub 'crowsnest.>' -s %s --user reader --password $(cat %s))\n",
 			s.NATS.URL(), s.NATS.URL(), s.NATS.PasswordFile(eventsv1.UserReader))
 		fmt.Fprintf(&b, "  Postgres      %s\n", s.Postgres.URL)

@@ -75,7 +75,7 @@ func TestBenchE2E(t *testing.T) {
 
 func benchRun(t *testing.T, run string) string {
 	ctx := withTimeout(t, 20*time.Minute)
-	ws := subscribeWS(t, shared.API.URL())
+	ws := subscribeWS(t, shared.URL())
 	cfg := rest.CopyConfig(shared.Cluster.Config)
 	cfg.QPS, cfg.Burst = 500, 1000
 	kc, err := kubernetes.NewForConfig(cfg)
@@ -104,7 +104,7 @@ func benchRun(t *testing.T, run string) string {
 	jobs := watchJobs(t, "") // all namespaces; finished Jobs are TTL-deleted, so count creations
 	created0 := metric(t, shared.Operator.MetricsURL(), "crowsnest_operator_jobs_created_total")
 	cpu0 := metric(t, shared.Operator.MetricsURL(), "process_cpu_seconds_total")
-	req0 := metric(t, shared.API.URL()+"/metrics", "crowsnest_results_api_http_request_duration_seconds_count")
+	req0 := metric(t, shared.URL()+"/metrics", "crowsnest_results_api_http_request_duration_seconds_count")
 	stopHeap, heapMax := sampleMax(shared.Operator.MetricsURL(), "go_memstats_heap_alloc_bytes")
 	start := time.Now()
 	// Pod p of namespace k runs digest k*30 + p%30: each digest lives in
@@ -145,7 +145,7 @@ func benchRun(t *testing.T, run string) string {
 	took := time.Since(start)
 	stopHeap()
 	cpu := metric(t, shared.Operator.MetricsURL(), "process_cpu_seconds_total") - cpu0
-	reqs := metric(t, shared.API.URL()+"/metrics", "crowsnest_results_api_http_request_duration_seconds_count") - req0
+	reqs := metric(t, shared.URL()+"/metrics", "crowsnest_results_api_http_request_duration_seconds_count") - req0
 	createdJobs := metric(t, shared.Operator.MetricsURL(), "crowsnest_operator_jobs_created_total") - created0
 	seen := jobs.snapshot()
 	nJobs := 0
@@ -189,7 +189,7 @@ func lookupCount(ctx context.Context, imgs []registry.Image) (int, error) {
 		body.Digests = append(body.Digests, i.Digest)
 	}
 	b, _ := json.Marshal(body)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, shared.API.URL()+"/api/v1/reports/lookup", bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, shared.URL()+"/api/v1/reports/lookup", bytes.NewReader(b))
 	if err != nil {
 		return 0, err
 	}

@@ -32,7 +32,7 @@ func chromiumDOM(ctx context.Context, url string) (string, error) {
 func dashboardShows(t *testing.T, ctx context.Context, repos []string) {
 	t.Helper()
 	eventually(t, 90*time.Second, "dashboard lists the scanned images", func() error {
-		dom, err := chromiumDOM(ctx, shared.API.URL()+"/images")
+		dom, err := chromiumDOM(ctx, shared.URL()+"/images")
 		if err != nil {
 			return err
 		}

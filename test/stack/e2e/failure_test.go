@@ -20,7 +20,7 @@ func TestUnpullableImageFailsAndRetries(t *testing.T) {
 	ctx := withTimeout(t, 4*time.Minute)
 	ns := "e2e-fail"
 	natsRec := subscribeNATS(t, shared.NATS.URL())
-	wsRec := subscribeWS(t, shared.API.URL())
+	wsRec := subscribeWS(t, shared.URL())
 	if err := workload.EnsureNamespace(ctx, shared.Client, ns); err != nil {
 		t.Fatal(err)
 	}

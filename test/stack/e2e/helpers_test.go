@@ -69,7 +69,7 @@ type reportSummary struct {
 
 // getReport returns the report of digest, or an error when there is none.
 func getReport(ctx context.Context, digest string) (*reportSummary, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, shared.API.URL()+"/api/v1/reports/"+digest, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, shared.URL()+"/api/v1/reports/"+digest, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func getReport(ctx context.Context, digest string) (*reportSummary, error) {
 
 // deleteReport deletes a report with the write token.
 func deleteReport(ctx context.Context, digest string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, shared.API.URL()+"/api/v1/reports/"+digest, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, shared.URL()+"/api/v1/reports/"+digest, nil)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 func TestBenchLatency(t *testing.T) {
 	needFull(t)
 	ctx := withTimeout(t, 10*time.Minute)
-	ws := subscribeWS(t, shared.API.URL())
+	ws := subscribeWS(t, shared.URL())
 	ns := "bench-latency"
 	if err := workload.EnsureNamespace(ctx, shared.Client, ns); err != nil {
 		t.Fatal(err)

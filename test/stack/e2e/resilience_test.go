@@ -59,10 +59,14 @@ func TestResilience(t *testing.T) {
 
 	t.Run("results-api down during the upload", func(t *testing.T) {
 		scan(t, "api-outage", func() {
-			shared.API.Stop()
+			for _, api := range shared.APIs { // every replica: an outage, not a failover
+				api.Stop()
+			}
 			time.Sleep(4 * time.Second) // the outage the uploader must ride out
-			if err := shared.API.Start(ctx); err != nil {
-				t.Fatal(err)
+			for _, api := range shared.APIs {
+				if err := api.Start(ctx); err != nil {
+					t.Fatal(err)
+				}
 			}
 		})
 	})

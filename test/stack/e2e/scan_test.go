@@ -28,7 +28,7 @@ func TestScanLifecycle(t *testing.T) {
 	ctx := withTimeout(t, 6*time.Minute)
 	ns := "e2e-scan"
 	natsRec := subscribeNATS(t, shared.NATS.URL())
-	wsRec := subscribeWS(t, shared.API.URL())
+	wsRec := subscribeWS(t, shared.URL())
 	jobs := watchJobs(t, ns)
 	if err := workload.EnsureNamespace(ctx, shared.Client, ns); err != nil {
 		t.Fatal(err)

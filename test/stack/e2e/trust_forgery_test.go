@@ -115,7 +115,7 @@ func scanStatus(ctx context.Context, t *testing.T, digest string) scanRow {
 			scanRow
 		}
 	}
-	getJSON(ctx, t, shared.API.URL()+"/api/v1/scans?limit=1000", &page)
+	getJSON(ctx, t, shared.URL()+"/api/v1/scans?limit=1000", &page)
 	for _, it := range page.Items {
 		if it.Digest == digest {
 			return it.scanRow
@@ -146,7 +146,7 @@ func getJSON(ctx context.Context, t *testing.T, url string, out any) {
 // metricValue reads one sample of results-api's /metrics (0 when absent).
 func metricValue(ctx context.Context, t *testing.T, sample string) float64 {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, shared.API.URL()+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, shared.URL()+"/metrics", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -257,7 +257,7 @@ func write(ctx context.Context, t *testing.T, method, digest, token string, body
 	} else {
 		rd = bytes.NewReader(nil)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, fmt.Sprintf("%s/api/v1/reports/%s", shared.API.URL(), digest), rd)
+	req, err := http.NewRequestWithContext(ctx, method, fmt.Sprintf("%s/api/v1/reports/%s", shared.URL(), digest), rd)
 	if err != nil {
 		t.Fatal(err)
 	}

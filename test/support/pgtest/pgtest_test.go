@@ -51,3 +51,49 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal("second test database sees the first one's table")
 	}
 }
+
+// TestPauseAndResume: a paused server refuses connections, and once
+// resumed on the same port it has every committed row.
+func TestPauseAndResume(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, err := pgtest.StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = srv.Stop() }()
+	url := srv.AdminURL()
+	exec := func(sql string) error {
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, sql)
+		return err
+	}
+	if err := exec(`CREATE TABLE kept (n int); INSERT INTO kept VALUES (1), (2), (3)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec(`SELECT 1`); err == nil {
+		t.Fatal("a paused server answered")
+	}
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM kept`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Fatalf("rows after resume: %d, want 3", n)
+	}
+}

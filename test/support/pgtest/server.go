@@ -84,9 +84,7 @@ func StartServer() (*Server, error) {
 			s.cleanup()
 			return nil, err
 		}
-		opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200", s.port, s.dataDir)
-		lastErr = s.run("pg_ctl", "-w", "-t", "30", "-D", s.pgdata(), "-l", filepath.Join(s.dataDir, "server.log"), "-o", opts, "start")
-		if lastErr == nil {
+		if lastErr = s.start(); lastErr == nil {
 			return s, nil
 		}
 	}
@@ -94,6 +92,24 @@ func StartServer() (*Server, error) {
 	s.cleanup()
 	return nil, fmt.Errorf("%w\nserver log:\n%s", lastErr, log)
 }
+
+// start runs the server on s.port.
+func (s *Server) start() error {
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200", s.port, s.dataDir)
+	return s.run("pg_ctl", "-w", "-t", "30", "-D", s.pgdata(), "-l", filepath.Join(s.dataDir, "server.log"), "-o", opts, "start")
+}
+
+// Pause stops the server as an outage or a restart would (pg_ctl stop -m
+// fast: every client is cut off at once, committed data is kept) and keeps
+// its data directory; Resume brings it back. (Not -m immediate: the server
+// runs with synchronous_commit=off for speed, so a crash could lose the
+// last commits, which a test counting rows must not confuse with a bug.)
+func (s *Server) Pause() error {
+	return s.run("pg_ctl", "-w", "-D", s.pgdata(), "-m", "fast", "stop")
+}
+
+// Resume starts a paused server again on the same port with the same data.
+func (s *Server) Resume() error { return s.start() }
 
 // AdminURL is a connection string for the server's postgres superuser.
 func (s *Server) AdminURL() string { return s.DatabaseURL("postgres") }

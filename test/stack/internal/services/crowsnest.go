@@ -15,6 +15,7 @@ import (
 // ResultsAPI is a results-api process; Stop and Start again keep its
 // address and database.
 type ResultsAPI struct {
+	Name                     string // process and log name (default results-api)
 	Binary, LogDir, StateDir string
 	Listen                   string // host:port
 	DatabaseURL, NATSURL     string
@@ -44,11 +45,23 @@ func (r *ResultsAPI) Start(ctx context.Context) error {
 		args = append(args, "--nats-url="+r.NATSURL, "--nats-user="+string(eventsv1.UserResultsAPI), "--nats-password-file="+r.NATSPasswordFile)
 	}
 	var err error
-	r.p, err = proc.Start(proc.Spec{Name: "results-api", Binary: r.Binary, LogDir: r.LogDir, Args: append(args, r.ExtraArgs...)})
+	name := r.Name
+	if name == "" {
+		name = "results-api"
+	}
+	r.p, err = proc.Start(proc.Spec{Name: name, Binary: r.Binary, LogDir: r.LogDir, Args: append(args, r.ExtraArgs...)})
 	if err != nil {
 		return err
 	}
 	return r.p.WaitReady(ctx, 60*time.Second, proc.HTTPOK(r.URL()+"/readyz"))
+}
+
+// Kill ends results-api at once (SIGKILL), like a crash or a lost node;
+// Start brings it back on the same address.
+func (r *ResultsAPI) Kill() {
+	if r.p != nil {
+		r.p.Kill()
+	}
 }
 
 // Stop ends results-api gracefully.

@@ -36,3 +36,10 @@ func StartPostgres(ctx context.Context) (*Postgres, error) {
 
 // Stop shuts the server down and removes its data.
 func (p *Postgres) Stop() error { return p.srv.Stop() }
+
+// Pause stops the server as an outage would (every client cut off,
+// committed data kept); Resume brings it back on the same address.
+func (p *Postgres) Pause() error { return p.srv.Pause() }
+
+// Resume restarts a paused server.
+func (p *Postgres) Resume() error { return p.srv.Resume() }
