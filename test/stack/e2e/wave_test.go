@@ -1,0 +1,104 @@
+package e2e
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/workload"
+)
+
+// TestOperatorKilledMidWave starts Pods running 100 new digests at once and
+// kills the operator (SIGKILL) while it is creating their scan Jobs, then
+// starts it again. Afterwards every digest has a report, exactly one scan
+// Job was ever created for it (Job names are derived from the digest, and
+// a restarted operator adopts what it finds), and the stream holds exactly
+// one image.needed, one job.done and one report.stored for it (event ids
+// are derived from the Job, and JetStream drops a re-publish by Msg-Id).
+func TestOperatorKilledMidWave(t *testing.T) {
+	needFull(t)
+	const ns, wave = "e2e-wave", 100
+	ctx := withTimeout(t, 12*time.Minute)
+	natsRec := subscribeNATS(t, shared.NATS.URL())
+	jobs := watchJobs(t, ns)
+	if err := workload.EnsureNamespace(ctx, shared.Client, ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := shared.Client.Create(ctx, workload.Scanner(ns, 10, 0)); err != nil {
+		t.Fatal(err)
+	}
+	imgs := make([]registry.Image, wave)
+	var wg sync.WaitGroup
+	errs := make(chan error, wave)
+	for i := range wave {
+		wg.Go(func() {
+			b, err := registry.Variant(fmt.Sprintf("wave-%03d", i))
+			if err == nil {
+				imgs[i], err = shared.Registry.Push(ctx, b)
+			}
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i, img := range imgs {
+		if err := shared.Client.Create(ctx, workload.Pod(ns, fmt.Sprintf("wave-%03d", i), img.Ref(), false)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Kill the operator once a third of the wave has Jobs: mid-creation,
+	// with Jobs running, finishing and waiting to be created.
+	eventually(t, 3*time.Minute, "a third of the wave scheduled", func() error {
+		if n := len(jobs.snapshot()); n < wave/3 {
+			return fmt.Errorf("%d digests have Jobs", n)
+		}
+		return nil
+	})
+	killedAt := len(jobs.snapshot())
+	shared.Operator.Kill()
+	if err := shared.Operator.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("operator killed with %d of %d digests scheduled", killedAt, wave)
+
+	start := time.Now()
+	eventually(t, 10*time.Minute, "every digest of the wave scanned", func() error {
+		missing := 0
+		for _, img := range imgs {
+			if count(natsRec.of(img.Digest), "report.stored") == 0 {
+				missing++
+			}
+		}
+		if missing > 0 {
+			return fmt.Errorf("%d of %d digests without report.stored", missing, wave)
+		}
+		return nil
+	})
+	t.Logf("wave done %s after the restart", time.Since(start).Round(time.Second))
+	// Late duplicates would arrive within moments: give them the chance.
+	time.Sleep(3 * time.Second)
+	snap := jobs.snapshot()
+	var dupJobs, badEvents int
+	for _, img := range imgs {
+		if n := len(snap[img.Digest]); n != 1 {
+			dupJobs++
+			t.Errorf("%s: %d Jobs created (%v), want 1", img.Digest, n, snap[img.Digest])
+		}
+		if err := checkNATSOnce(natsRec.of(img.Digest)); err != nil {
+			badEvents++
+			t.Errorf("%s: %v", img.Digest, err)
+		}
+		if _, err := getReport(ctx, img.Digest); err != nil {
+			t.Errorf("%s: %v", img.Digest, err)
+		}
+	}
+	t.Logf("%d digests: %d with other than one Job, %d with other than one image.needed/job.done/report.stored", wave, dupJobs, badEvents)
+}
