@@ -506,6 +506,12 @@ type ListScansParams struct {
 	Limit  *int       `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// ReadyzParams defines parameters for Readyz.
+type ReadyzParams struct {
+	// Verbose List every check, one line each ("[+]postgres ok", "[-]nats failed (informational, not counted) …"), then "readyz check passed" or "readyz check failed".
+	Verbose *string `form:"verbose,omitempty" json:"verbose,omitempty"`
+}
+
 // LookupReportsJSONRequestBody defines body for LookupReports for application/json ContentType.
 type LookupReportsJSONRequestBody = LookupRequest
 

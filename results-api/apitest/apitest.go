@@ -23,6 +23,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/events"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/service"
 )
 
@@ -37,6 +38,13 @@ func WithMaxBOMBytes(n int64) Option { return func(c *service.Config) { c.MaxBOM
 
 // WithLogger sends the API's logs to l (default: discarded).
 func WithLogger(l *slog.Logger) Option { return func(c *service.Config) { c.Logger = l } }
+
+// WithDatabaseURL runs the API on an existing database (default: a fresh
+// one), e.g. a second replica on the first one's DatabaseURL.
+func WithDatabaseURL(dsn string) Option { return func(c *service.Config) { c.DatabaseURL = dsn } }
+
+// WithEventTiming tunes the event bus's intervals (results-api's own tests).
+func WithEventTiming(tm events.Timing) Option { return func(c *service.Config) { c.EventTiming = tm } }
 
 // Server is a running results API.
 type Server struct {
@@ -58,12 +66,14 @@ func Start(t testing.TB, opts ...Option) *Server {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	cfg := service.Config{
-		DatabaseURL: pgtest.NewDatabase(t),
-		WriteToken:  hex.EncodeToString(b[:]),
-		Logger:      slog.New(slog.DiscardHandler),
+		WriteToken: hex.EncodeToString(b[:]),
+		Logger:     slog.New(slog.DiscardHandler),
 	}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.DatabaseURL == "" {
+		cfg.DatabaseURL = pgtest.NewDatabase(t)
 	}
 	s := &Server{t: t, cfg: cfg, Token: cfg.WriteToken, DatabaseURL: cfg.DatabaseURL}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -65,7 +65,10 @@ var renderCases = []renderCase{
 			"ClusterRole/crowsnest-metrics-reader", "ClusterRole/crowsnest-results-api", "ServiceAccount/team-a/crowsnest-scan",
 			// NetworkPolicies are on by default.
 			"NetworkPolicy/crowsnest-operator", "NetworkPolicy/crowsnest-results-api", "NetworkPolicy/crowsnest-nats",
-			"NetworkPolicy/crowsnest-postgres", "NetworkPolicy/team-a/crowsnest-scan"},
+			"NetworkPolicy/crowsnest-postgres", "NetworkPolicy/team-a/crowsnest-scan",
+			// Two results-api replicas, one at a time disrupted; the scan identity policy.
+			"PodDisruptionBudget/crowsnest-results-api",
+			"ValidatingAdmissionPolicy/crowsnest-scan-identity", "ValidatingAdmissionPolicyBinding/crowsnest-scan-identity"},
 		absent: []string{"ServiceMonitor", "PrometheusRule", "Ingress", "Scanner", "ConfigMap",
 			"ClusterRoleBinding/crowsnest-metrics-reader", "Role/crowsnest-system/crowsnest-operator"},
 	},

@@ -25,6 +25,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/test/support"
 
+	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/bomtest"
@@ -261,8 +262,72 @@ func TestReadyzFailsWithPostgresStopped(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	if code, body := get(t, base+"/readyz?verbose"); code != http.StatusServiceUnavailable ||
+		!strings.HasPrefix(body, "[-]postgres failed: ") || !strings.HasSuffix(body, "readyz check failed\n") {
+		t.Fatalf("readyz?verbose with Postgres stopped: %d %q", code, body)
+	}
 	if code, _ := get(t, base+"/healthz"); code != http.StatusOK {
 		t.Fatalf("healthz with Postgres stopped: %d", code)
+	}
+}
+
+// /readyz does not depend on NATS: with NATS stopped it stays 200 (reports
+// are stored, their events wait in the outbox); ?verbose, the
+// crowsnest_results_api_nats_connected gauge and a log line say NATS is
+// down, and again when it is back.
+func TestReadyzWithNATSStopped(t *testing.T) {
+	ns, natsURL := natstest.StartT(t)
+	env := map[string]string{"CROWSNEST_DATABASE_URL": pgtest.NewDatabase(t), "CROWSNEST_NATS_URL": natsURL}
+	base, logs, stop := started(t, []string{"--listen", "127.0.0.1:0"}, env)
+	defer func() { _ = stop() }()
+	gauge := func() string {
+		_, body := get(t, base+"/metrics")
+		for _, line := range strings.Split(body, "\n") {
+			if v, ok := strings.CutPrefix(line, "crowsnest_results_api_nats_connected "); ok {
+				return v
+			}
+		}
+		return "absent"
+	}
+	if code, body := get(t, base+"/readyz?verbose"); code != http.StatusOK ||
+		body != "[+]postgres ok\n[+]nats ok\nreadyz check passed\n" || gauge() != "1" {
+		t.Fatalf("with NATS up: readyz?verbose %d %q, nats_connected %s", code, body, gauge())
+	}
+
+	ns.Stop()
+	waitUntil(t, func() bool { return gauge() == "0" })
+	if code, body := get(t, base+"/readyz"); code != http.StatusOK || body != "ok\n" {
+		t.Fatalf("readyz with NATS stopped: %d %q", code, body)
+	}
+	code, body := get(t, base+"/readyz?verbose")
+	if code != http.StatusOK || !strings.HasPrefix(body, "[+]postgres ok\n[-]nats failed (informational, not counted): nats ") ||
+		!strings.HasSuffix(body, "readyz check passed\n") {
+		t.Fatalf("readyz?verbose with NATS stopped: %d %q", code, body)
+	}
+	if !strings.Contains(logs.String(), `"msg":"nats disconnected; events wait in the outbox"`) {
+		t.Errorf("no log line for the disconnect:\n%s", logs)
+	}
+
+	if err := ns.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return gauge() == "1" })
+	if code, body := get(t, base+"/readyz?verbose"); code != http.StatusOK || !strings.Contains(body, "[+]nats ok\n") {
+		t.Fatalf("readyz?verbose with NATS back: %d %q", code, body)
+	}
+	if !strings.Contains(logs.String(), `"msg":"nats reconnected"`) {
+		t.Errorf("no log line for the reconnect:\n%s", logs)
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 20s")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

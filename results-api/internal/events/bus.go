@@ -2,7 +2,6 @@ package events
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,35 +24,75 @@ const Durable = "results-api-scans"
 
 // Options configure the bus.
 type Options struct {
-	URL     string // empty: no NATS, events go to the local hub only
+	URL string // empty: no NATS, events go to the local hub only
+	// Store must have been opened with an Announcer (Announcer{}) when URL
+	// is set: the relay publishes what report changes wrote into its outbox.
 	Store   *store.Store
 	Hub     *hub.Hub
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
 	// Connect are extra connect options: the NATS credentials
 	// (eventsv1.Credentials.Options).
-	Connect    []nats.Option
-	OutboxSize int           // default 1024
-	RetryWait  time.Duration // default 1s
+	Connect []nats.Option
+	Timing
 }
 
-// Bus publishes report events and consumes operator events.
+// Timing holds the bus's intervals and limits; zero fields take the
+// defaults in brackets.
+type Timing struct {
+	// RetryWait is the wait between reconnects and between attempts to set
+	// up the stream and the consumer [1s].
+	RetryWait time.Duration
+
+	// The relay.
+	RelayBatch     int           // events per relay transaction [100]
+	RelayPoll      time.Duration // poll of the outbox when nothing wakes the relay [2s]
+	PublishTimeout time.Duration // wait for one JetStream acknowledgement [5s]
+	RetryMin       time.Duration // first retry of an event that failed to publish [1s]
+	RetryMax       time.Duration // cap of its exponential backoff [5m]
+
+	// The scan-status consumer.
+	AckWait        time.Duration // JetStream redelivers an unacknowledged event after this [60s]
+	HandlerTimeout time.Duration // bound of the database work for one event; below AckWait [20s]
+	// Redelivery is the NAK delay after the n-th failed delivery of an
+	// event (the last one repeats; deliveries are unlimited)
+	// [1s 5s 15s 30s 60s].
+	Redelivery []time.Duration
+}
+
+func (t *Timing) defaults() {
+	set := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	set(&t.RetryWait, time.Second)
+	set(&t.RelayPoll, 2*time.Second)
+	set(&t.PublishTimeout, 5*time.Second)
+	set(&t.RetryMin, time.Second)
+	set(&t.RetryMax, 5*time.Minute)
+	set(&t.AckWait, 60*time.Second)
+	set(&t.HandlerTimeout, 20*time.Second)
+	if t.RelayBatch <= 0 {
+		t.RelayBatch = 100
+	}
+	if len(t.Redelivery) == 0 {
+		t.Redelivery = []time.Duration{time.Second, 5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute}
+	}
+}
+
+// Bus publishes report events from the outbox and consumes operator events.
 type Bus struct {
 	o      Options
 	nc     *nats.Conn
 	js     jetstream.JetStream
-	outbox chan outgoing
+	wake   chan struct{} // nudges the relay; capacity 1
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-type outgoing struct {
-	subject string
-	ev      evv1.Event
-}
-
 // Start connects (without waiting for NATS to be reachable) and starts the
-// publisher, the durable consumer and the fan-out subscription.
+// outbox relay, the durable consumer and the fan-out subscription.
 func Start(ctx context.Context, o Options) (*Bus, error) {
 	if o.Metrics == nil {
 		o.Metrics = metrics.New()
@@ -61,22 +100,30 @@ func Start(ctx context.Context, o Options) (*Bus, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.OutboxSize <= 0 {
-		o.OutboxSize = 1024
+	o.defaults()
+	if o.HandlerTimeout >= o.AckWait {
+		return nil, fmt.Errorf("events: handler timeout %s must be below the ack wait %s", o.HandlerTimeout, o.AckWait)
 	}
-	if o.RetryWait <= 0 {
-		o.RetryWait = time.Second
-	}
-	b := &Bus{o: o}
+	b := &Bus{o: o, wake: make(chan struct{}, 1)}
 	if o.URL == "" {
 		return b, nil
 	}
+	log := o.Logger
 	nc, err := nats.Connect(o.URL, append([]nats.Option{nats.Name("crowsnest-results-api"), nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1), nats.ReconnectWait(o.RetryWait), nats.Timeout(5 * time.Second),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			o.Logger.Warn("nats disconnected", "error", err)
+		nats.ConnectHandler(func(*nats.Conn) {
+			log.Info("nats connected")
+			b.nudge()
 		}),
-		nats.ReconnectHandler(func(*nats.Conn) { o.Logger.Info("nats reconnected") })}, o.Connect...)...)
+		nats.DisconnectErrHandler(func(c *nats.Conn, err error) {
+			if !c.IsClosed() && !c.IsDraining() { // not our own Close
+				log.Warn("nats disconnected; events wait in the outbox", "error", err)
+			}
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) {
+			log.Info("nats reconnected")
+			b.nudge()
+		})}, o.Connect...)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect nats: %w", err)
 	}
@@ -86,66 +133,76 @@ func Start(ctx context.Context, o Options) (*Bus, error) {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	b.nc, b.js = nc, js
-	b.outbox = make(chan outgoing, o.OutboxSize)
+	if !nc.IsConnected() {
+		log.Warn("nats not reachable yet; serving without it, events wait in the outbox", "status", nc.Status().String())
+	}
+	o.Metrics.WatchNATS(nc.IsConnected)
 	if _, err := nc.Subscribe(evv1.StreamSubjects, b.fanOut); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("subscribe %s: %w", evv1.StreamSubjects, err)
 	}
 	ctx, b.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	b.wg.Add(2)
-	go func() { defer b.wg.Done(); b.publishLoop(ctx) }()
+	go func() { defer b.wg.Done(); b.relayLoop(ctx) }()
 	go func() { defer b.wg.Done(); b.consumeLoop(ctx) }()
 	return b, nil
 }
 
-// Close stops the loops and drains the connection. Unsent events are dropped.
+// Close stops the relay and the consumer and drains the connection.
+// Events not yet published stay in the outbox for the next relay.
 func (b *Bus) Close() {
 	if b.nc == nil {
 		return
 	}
 	b.cancel()
 	b.wg.Wait()
-	if n := len(b.outbox); n > 0 {
-		b.o.Logger.Warn("dropping unsent events at shutdown", "count", n)
-	}
 	_ = b.nc.Drain()
 }
 
-// Ready reports whether NATS is connected (always nil without NATS).
-func (b *Bus) Ready(context.Context) error {
-	if b.nc == nil || b.nc.Status() == nats.CONNECTED {
+// NATSStatus reports whether NATS is connected (nil; always nil without
+// NATS). The API does not depend on it to serve: /readyz lists it as
+// informational.
+func (b *Bus) NATSStatus(context.Context) error {
+	if b.nc == nil || b.nc.IsConnected() {
 		return nil
 	}
-	return fmt.Errorf("nats %s", b.nc.Status())
+	return errors.New("nats " + b.nc.Status().String() + "; events wait in the outbox")
 }
 
-// ReportStored announces a committed report.
+// ReportStored is called after a report change has committed: with NATS
+// the relay is woken to publish the change's event from the outbox;
+// without it the event goes straight to this replica's WebSocket clients.
 func (b *Bus) ReportStored(s report.Summary) {
+	if b.nc != nil {
+		b.nudge()
+		return
+	}
 	ev, err := storedEvent(s, time.Now())
-	b.emit(evv1.SubjectReportStored, ev, err)
+	b.local(evv1.SubjectReportStored, ev, err)
 }
 
-// ReportDeleted announces a deleted report.
+// ReportDeleted is ReportStored for a deleted report.
 func (b *Bus) ReportDeleted(s report.Summary) {
+	if b.nc != nil {
+		b.nudge()
+		return
+	}
 	ev, err := deletedEvent(s, time.Now())
-	b.emit(evv1.SubjectReportDeleted, ev, err)
+	b.local(evv1.SubjectReportDeleted, ev, err)
 }
 
-func (b *Bus) emit(subject string, ev evv1.Event, err error) {
+func (b *Bus) local(subject string, ev evv1.Event, err error) {
 	if err != nil {
-		b.o.Metrics.EventsFailed.WithLabelValues(subject, "publish").Inc()
 		b.o.Logger.Error("build event", "subject", subject, "error", err)
 		return
 	}
-	if b.nc == nil {
-		b.broadcast(ev)
-		return
-	}
+	b.broadcast(ev)
+}
+
+func (b *Bus) nudge() {
 	select {
-	case b.outbox <- outgoing{subject, ev}:
+	case b.wake <- struct{}{}:
 	default:
-		b.o.Metrics.EventsFailed.WithLabelValues(subject, "publish").Inc()
-		b.o.Logger.Warn("event outbox full, dropping event", "subject", subject, "digest", ev.Subject)
 	}
 }
 
@@ -158,59 +215,10 @@ func (b *Bus) broadcast(ev evv1.Event) {
 	b.o.Hub.Broadcast(msg)
 }
 
-// publishLoop publishes in order, retrying each event until JetStream
-// acknowledges it or the bus stops.
-func (b *Bus) publishLoop(ctx context.Context) {
-	for {
-		var out outgoing
-		select {
-		case <-ctx.Done():
-			return
-		case out = <-b.outbox:
-		}
-		data, err := json.Marshal(out.ev)
-		if err != nil {
-			b.o.Metrics.EventsFailed.WithLabelValues(out.subject, "publish").Inc()
-			continue
-		}
-		for attempt := 1; ; attempt++ {
-			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			_, err = b.js.Publish(pctx, out.subject, data, jetstream.WithMsgID(out.ev.ID))
-			cancel()
-			if err == nil {
-				b.o.Metrics.EventsPublished.WithLabelValues(out.subject).Inc()
-				break
-			}
-			if ctx.Err() != nil {
-				b.o.Metrics.EventsFailed.WithLabelValues(out.subject, "publish").Inc()
-				return
-			}
-			if attempt == 1 || attempt%30 == 0 {
-				b.o.Logger.Warn("publish event, will retry", "subject", out.subject, "digest", out.ev.Subject, "attempt", attempt, "error", err)
-			}
-			if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
-				b.ensureStream(ctx)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(b.o.RetryWait):
-			}
-		}
-	}
-}
-
-func (b *Bus) ensureStream(ctx context.Context) {
-	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if _, err := evv1.EnsureStream(sctx, b.js); err != nil {
-		b.o.Logger.Debug("ensure stream", "error", err)
-	}
-}
-
 // fanOut receives every event on crowsnest.> (plain subscription, so every
-// replica sees every event) and forwards the valid ones to this replica's
-// clients. Subjects without a WebSocket frame are skipped.
+// replica sees every event, its own relay's included) and forwards the
+// valid ones to this replica's clients. Subjects without a WebSocket frame
+// are skipped.
 func (b *Bus) fanOut(m *nats.Msg) {
 	if _, ok := evv1.ProducerOf(m.Subject); !ok {
 		return

@@ -2,6 +2,8 @@ package events
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -13,19 +15,47 @@ import (
 // NATS answers, then keeps consuming until the bus stops. The consumer is
 // shared by all replicas, so each operator event updates the table once.
 func (b *Bus) consumeLoop(ctx context.Context) {
-	for {
+	for attempt := 1; ; attempt++ {
 		cc, err := b.startConsumer(ctx)
 		if err == nil {
 			<-ctx.Done()
 			cc.Stop()
 			return
 		}
-		b.o.Logger.Debug("start scan-status consumer, will retry", "error", err)
+		// NATS not reachable yet is expected at start-up; a server that
+		// answers and refuses the consumer is a configuration problem.
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) || attempt%60 == 0 {
+			b.o.Logger.Warn("start scan-status consumer, will retry", "attempt", attempt, "error", err)
+		} else {
+			b.o.Logger.Debug("start scan-status consumer, will retry", "attempt", attempt, "error", err)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(b.o.RetryWait):
 		}
+	}
+}
+
+// consumerConfig is the scan-status consumer. Deliveries are unlimited
+// (MaxDeliver -1): an event that cannot be applied now (the database is
+// down) is NAKed with a growing delay (Timing.Redelivery) and never
+// dropped; only invalid events are terminated. The delay is the NAK's, not
+// the consumer's BackOff list: the server would make BackOff[0] the ack
+// wait (nats-server consumer.go), redelivering an event whose handler
+// runs longer than the first delay to another replica. CreateOrUpdate
+// upgrades the consumer an earlier version created (MaxDeliver 20, ack
+// wait 30s) in place.
+func (b *Bus) consumerConfig() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:        Durable,
+		Description:    "results-api scan status from operator events",
+		FilterSubjects: []string{evv1.SubjectImageNeeded, evv1.SubjectJobDone},
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        b.o.AckWait,
+		MaxDeliver:     -1,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	}
 }
 
@@ -36,17 +66,9 @@ func (b *Bus) startConsumer(ctx context.Context) (jetstream.ConsumeContext, erro
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.CreateOrUpdateConsumer(sctx, jetstream.ConsumerConfig{
-		Durable:        Durable,
-		Description:    "results-api scan status from operator events",
-		FilterSubjects: []string{evv1.SubjectImageNeeded, evv1.SubjectJobDone},
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        30 * time.Second,
-		MaxDeliver:     20,
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	})
+	c, err := s.CreateOrUpdateConsumer(sctx, b.consumerConfig())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("create or update consumer %s: %w", Durable, err)
 	}
 	return c.Consume(func(m jetstream.Msg) { b.handle(ctx, m) })
 }
@@ -65,15 +87,38 @@ func (b *Bus) handle(ctx context.Context, m jetstream.Msg) {
 		b.poison(m, subject, err)
 		return
 	}
-	if _, err := b.o.Store.ApplyScan(ctx, st); err != nil {
-		// The database is down: redeliver later, nothing is lost.
+	// Well below the ack wait: a stuck database fails the delivery here,
+	// and the NAK below schedules the next one, before JetStream would
+	// redeliver on its own.
+	hctx, cancel := context.WithTimeout(ctx, b.o.HandlerTimeout)
+	_, err = b.o.Store.ApplyScan(hctx, st)
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		_ = m.Nak() // the bus is stopping: another replica takes it now
+		return
+	}
+	if err != nil {
+		// The database is down or stuck: redeliver later, nothing is lost.
+		delay := b.redelivery(m)
 		b.o.Metrics.EventsFailed.WithLabelValues(subject, "consume").Inc()
-		b.o.Logger.Warn("apply scan status, will redeliver", "subject", subject, "digest", st.Digest, "error", err)
-		_ = m.NakWithDelay(5 * time.Second)
+		b.o.Logger.Warn("apply scan status, will redeliver", "subject", subject, "digest", st.Digest,
+			"retry_in", delay.String(), "error", err)
+		_ = m.NakWithDelay(delay)
 		return
 	}
 	b.o.Metrics.EventsConsumed.WithLabelValues(subject).Inc()
 	_ = m.Ack()
+}
+
+// redelivery is the NAK delay after the delivery m failed: Redelivery by
+// the number of deliveries so far, its last entry from then on.
+func (b *Bus) redelivery(m jetstream.Msg) time.Duration {
+	r := b.o.Redelivery
+	n := 1
+	if md, err := m.Metadata(); err == nil && md.NumDelivered > 0 {
+		n = int(min(md.NumDelivered, uint64(len(r))))
+	}
+	return r[n-1]
 }
 
 // poison terminates a message that can never be processed.

@@ -25,7 +25,12 @@ import (
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/bomtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(runChild()) // a results-api process for crash_test.go
+	}
+	os.Exit(pgtest.Main(m))
+}
 
 func put(t *testing.T, srv *apitest.Server, digest string, body []byte) int {
 	t.Helper()
@@ -41,6 +46,7 @@ func put(t *testing.T, srv *apitest.Server, digest string, body []byte) int {
 
 func TestEventsPublishConsumeFanOut(t *testing.T) {
 	ns, url := natstest.StartT(t)
+	createStream(t, url)
 	srv := apitest.Start(t, apitest.WithNATS(url))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -57,7 +63,7 @@ func TestEventsPublishConsumeFanOut(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	stream, err := evv1.EnsureStream(ctx, js)
+	stream, err := js.Stream(ctx, evv1.StreamName)
 	if err != nil {
 		t.Fatal(err)
 	}

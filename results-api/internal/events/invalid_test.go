@@ -35,6 +35,7 @@ const marker = "forged-payload-marker"
 // valid job.done after them is applied.
 func TestForgedOperatorEventsAreTerminated(t *testing.T) {
 	ns, url := natstest.StartT(t)
+	createStream(t, url)
 	logs := &support.Buffer{}
 	srv := apitest.Start(t, apitest.WithNATS(url), apitest.WithLogger(slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -50,9 +51,6 @@ func TestForgedOperatorEventsAreTerminated(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	if _, err := evv1.EnsureStream(ctx, js); err != nil {
-		t.Fatal(err)
-	}
 	waitFor(t, func() bool { return fanOutSubscribed(t, ns) && srvSubscribed(ctx, js) })
 	terminated, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED." + evv1.StreamName + ".results-api-scans")
 	if err != nil {
@@ -163,6 +161,7 @@ func TestForgedOperatorEventsAreTerminated(t *testing.T) {
 // the valid one after it is forwarded.
 func TestForgedReportEventIsNotBroadcast(t *testing.T) {
 	ns, url := natstest.StartT(t)
+	createStream(t, url)
 	srv := apitest.Start(t, apitest.WithNATS(url))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -177,9 +176,6 @@ func TestForgedReportEventIsNotBroadcast(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	if _, err := evv1.EnsureStream(ctx, js); err != nil {
-		t.Fatal(err)
-	}
 	waitFor(t, func() bool { return fanOutSubscribed(t, ns) })
 
 	forged, valid := bomtest.Digest(8), bomtest.Digest(9)

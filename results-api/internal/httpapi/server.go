@@ -3,8 +3,10 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/hub"
@@ -13,8 +15,10 @@ import (
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 )
 
-// Notifier announces stored and deleted reports (to JetStream and/or the
-// local WebSocket hub). Its methods must not block on the network.
+// Notifier is told of each committed report change (the event bus: with
+// NATS it wakes the outbox relay, which publishes the event the store wrote
+// in the change's transaction; without, it hands the event to the local
+// WebSocket hub). Its methods must not block on the network.
 type Notifier interface {
 	ReportStored(s report.Summary)
 	ReportDeleted(s report.Summary)
@@ -30,8 +34,8 @@ type Config struct {
 	MaxBOMBytes int64
 	// Limits bound request time and the memory of uploads and downloads.
 	Limits Limits
-	// Ready checks the backends for /readyz (nil: only Postgres).
-	Ready func(ctx context.Context) error
+	// Checks are /readyz's checks (nil: Postgres only).
+	Checks []Check
 	// UI serves everything outside /api, /healthz, /readyz and /metrics.
 	UI     http.Handler
 	Logger *slog.Logger
@@ -83,18 +87,53 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte("ok\n"))
 }
 
+// A Check is one check of /readyz.
+type Check struct {
+	Name string
+	// Informational checks are listed by /readyz?verbose but never make
+	// the API unready: it serves without them.
+	Informational bool
+	Run           func(ctx context.Context) error
+}
+
+// readyz runs every check: 503 when one that is not informational fails.
+// The body names the failed checks; with ?verbose it lists every check,
+// one line each ("[+]name ok", "[-]name failed: …"), as kube-apiserver's
+// /readyz?verbose does.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	check := s.cfg.Ready
-	if check == nil {
-		check = s.cfg.Store.Ping
+	checks := s.cfg.Checks
+	if checks == nil {
+		checks = []Check{{Name: "postgres", Run: s.cfg.Store.Ping}}
 	}
+	var list strings.Builder
+	var failed []string
+	for _, c := range checks {
+		err := c.Run(r.Context())
+		switch {
+		case err == nil:
+			fmt.Fprintf(&list, "[+]%s ok\n", c.Name)
+		case c.Informational:
+			fmt.Fprintf(&list, "[-]%s failed (informational, not counted): %v\n", c.Name, err)
+		default:
+			fmt.Fprintf(&list, "[-]%s failed: %v\n", c.Name, err)
+			failed = append(failed, c.Name+": "+err.Error())
+		}
+	}
+	_, verbose := r.URL.Query()["verbose"]
 	w.Header().Set("Content-Type", "text/plain")
-	if err := check(r.Context()); err != nil {
+	if len(failed) > 0 {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte("not ready: " + err.Error() + "\n"))
-		return
 	}
-	_, _ = w.Write([]byte("ok\n"))
+	switch {
+	case verbose && len(failed) > 0:
+		_, _ = w.Write([]byte(list.String() + "readyz check failed\n"))
+	case verbose:
+		_, _ = w.Write([]byte(list.String() + "readyz check passed\n"))
+	case len(failed) > 0:
+		_, _ = w.Write([]byte("not ready: " + strings.Join(failed, "; ") + "\n"))
+	default:
+		_, _ = w.Write([]byte("ok\n"))
+	}
 }
 
 func (s *Server) metricsHandler() http.Handler { return s.cfg.Metrics.Handler() }

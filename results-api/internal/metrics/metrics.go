@@ -5,6 +5,8 @@ package metrics
 
 import (
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -32,6 +34,20 @@ type Metrics struct {
 	// Resource limits (httpapi.Limits, the hub's client caps).
 	LimitRefusals     *prometheus.CounterVec // limit: ingest_memory|read_memory|findings|websocket_per_address|websocket_total
 	MemoryBudgetInUse *prometheus.GaugeVec   // budget: ingest|read
+
+	// The transactional outbox (set by the relay; SetOutbox).
+	OutboxDepth           prometheus.Gauge
+	OutboxPublishFailures *prometheus.CounterVec // subject
+	outbox                outboxAge
+}
+
+// outboxAge is the age of the oldest outbox event as last measured, and
+// when: it keeps growing between measurements, so a relay that stopped
+// measuring (stuck, or its database gone) does not freeze it.
+type outboxAge struct {
+	mu       sync.Mutex
+	age      time.Duration
+	measured time.Time // zero: empty outbox
 }
 
 // New registers every metric on a fresh private registry.
@@ -68,7 +84,55 @@ func New() *Metrics {
 		m.WebSocketClients, m.WebSocketDropped, m.EventsPublished, m.EventsConsumed, m.EventsFailed, m.EventsInvalid, m.DBErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registerLimits()
+	m.registerOutbox()
 	return m
+}
+
+func (m *Metrics) registerOutbox() {
+	m.OutboxDepth = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
+		Name: "outbox_depth", Help: "Events waiting in the transactional outbox to be published to JetStream."})
+	m.OutboxPublishFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+		Name: "outbox_publish_failures_total", Help: "Failed publishes of outbox events, by subject; each event is retried with backoff until published."},
+		[]string{"subject"})
+	oldest := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
+		Name: "outbox_oldest_age_seconds", Help: "Age of the oldest event waiting in the transactional outbox (0 when empty)."},
+		m.outboxOldestAge)
+	m.Registry.MustRegister(m.OutboxDepth, m.OutboxPublishFailures, oldest)
+}
+
+// SetOutbox records a measurement of the outbox: how many events wait and
+// how long the oldest has waited.
+func (m *Metrics) SetOutbox(depth int64, oldestAge time.Duration) {
+	m.OutboxDepth.Set(float64(depth))
+	m.outbox.mu.Lock()
+	defer m.outbox.mu.Unlock()
+	m.outbox.age, m.outbox.measured = oldestAge, time.Time{}
+	if depth > 0 {
+		m.outbox.measured = time.Now()
+	}
+}
+
+func (m *Metrics) outboxOldestAge() float64 {
+	m.outbox.mu.Lock()
+	defer m.outbox.mu.Unlock()
+	if m.outbox.measured.IsZero() {
+		return 0
+	}
+	return (m.outbox.age + time.Since(m.outbox.measured)).Seconds()
+}
+
+// WatchNATS exports crowsnest_results_api_nats_connected, 1 while
+// connected() and 0 otherwise. The bus calls it once, when NATS is
+// configured; without NATS the metric is absent.
+func (m *Metrics) WatchNATS(connected func() bool) {
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
+		Name: "nats_connected", Help: "1 while the NATS connection is up, 0 while it is down (reconnecting)."},
+		func() float64 {
+			if connected() {
+				return 1
+			}
+			return 0
+		}))
 }
 
 func (m *Metrics) registerLimits() {

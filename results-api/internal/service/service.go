@@ -44,9 +44,11 @@ type Config struct {
 	// MaxWebSocketClients and MaxWebSocketClientsPerAddr cap the hub's
 	// clients (0: the hub's defaults).
 	MaxWebSocketClients, MaxWebSocketClientsPerAddr int
-	OriginPatterns                                  []string
-	UI                                              http.Handler
-	Logger                                          *slog.Logger
+	// EventTiming tunes the event bus (zero: its defaults).
+	EventTiming    events.Timing
+	OriginPatterns []string
+	UI             http.Handler
+	Logger         *slog.Logger
 }
 
 // Service is a running results API without its listener.
@@ -65,7 +67,14 @@ func New(ctx context.Context, c Config) (*Service, error) {
 		c.Logger = slog.Default()
 	}
 	m := metrics.New()
-	st, err := store.Open(ctx, c.DatabaseURL, store.Options{StatementTimeout: c.StatementTimeout,
+	// With NATS, report changes write their events into the outbox, from
+	// which the bus's relay publishes them; without, there is nobody to
+	// publish them and the bus hands them to the local hub instead.
+	var announcer store.Announcer
+	if c.NATSURL != "" {
+		announcer = events.Announcer{}
+	}
+	st, err := store.Open(ctx, c.DatabaseURL, store.Options{StatementTimeout: c.StatementTimeout, Announcer: announcer,
 		OnError: func(op string) { m.DBErrors.WithLabelValues(op).Inc() }})
 	if err != nil {
 		return nil, err
@@ -76,7 +85,8 @@ func New(ctx context.Context, c Config) (*Service, error) {
 		OnClients: func(n int) { m.WebSocketClients.Set(float64(n)) },
 		OnDrop:    m.WebSocketDropped.Inc,
 	})
-	bus, err := events.Start(ctx, events.Options{URL: c.NATSURL, Connect: c.NATSConnect, Store: st, Hub: h, Metrics: m, Logger: c.Logger})
+	bus, err := events.Start(ctx, events.Options{URL: c.NATSURL, Connect: c.NATSConnect, Store: st, Hub: h, Metrics: m, Logger: c.Logger,
+		Timing: c.EventTiming})
 	if err != nil {
 		_ = st.Close()
 		return nil, err
@@ -108,18 +118,20 @@ func New(ctx context.Context, c Config) (*Service, error) {
 	}
 	api := httpapi.New(httpapi.Config{
 		Store: st, Hub: h, Notifier: bus, Auth: auth, Metrics: m, MaxBOMBytes: c.MaxBOMBytes, Limits: c.Limits, UI: c.UI, Logger: c.Logger,
-		Ready: func(ctx context.Context) error {
-			return errors.Join(wrap("postgres", st.Ping(ctx)), wrap("nats", bus.Ready(ctx)))
-		},
+		Checks: checks(st, bus, c.NATSURL != ""),
 	})
 	return &Service{Handler: api.Handler(), Store: st, Hub: h, Bus: bus, Metrics: m}, nil
 }
 
-func wrap(what string, err error) error {
-	if err == nil {
-		return nil
+// checks are /readyz's: the API is ready when Postgres answers. NATS is
+// listed for information only: without it reports are still stored (their
+// events wait in the outbox) and served.
+func checks(st *store.Store, bus *events.Bus, nats bool) []httpapi.Check {
+	c := []httpapi.Check{{Name: "postgres", Run: st.Ping}}
+	if nats {
+		c = append(c, httpapi.Check{Name: "nats", Informational: true, Run: bus.NATSStatus})
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	return c
 }
 
 // Close disconnects WebSocket clients, stops the bus and closes the store.

@@ -9,4 +9,12 @@
 // applied at start-up with goose (chosen over golang-migrate for its
 // Provider API: no global state, an embed.FS source, plain SQL files with
 // up and down sections, and it runs on the *sql.DB underneath gorm).
+// Replicas starting together migrate in turn, under a Postgres session
+// advisory lock (MigrationLockKey).
+//
+// Report changes write the events they emit into the event_outbox table in
+// their own transaction (Announcer); RelayOutbox is one step of the relay
+// that publishes them (internal/events): it claims the head event of each
+// digest with FOR UPDATE SKIP LOCKED, so relays on several replicas never
+// publish one event at the same time nor a digest's events out of order.
 package store

@@ -42,7 +42,8 @@ type PutResult struct {
 // PutReport stores a report by digest in one transaction: a new digest is
 // inserted; the same bytes again only refresh stored_at (and a newly given
 // image reference); a different report replaces the summary, findings and
-// BOM atomically.
+// BOM atomically. Each of the three writes its report.stored event into
+// the outbox in the same transaction (when the store has an Announcer).
 func (s *Store) PutReport(ctx context.Context, r *report.Report) (PutResult, error) {
 	hash := sha256.Sum256(r.Raw)
 	var res PutResult
@@ -53,7 +54,12 @@ func (s *Store) PutReport(ctx context.Context, r *report.Report) (PutResult, err
 		if !ok {
 			return fmt.Errorf("connection pool is %T, want *sql.Conn", db.Statement.ConnPool)
 		}
-		return db.Transaction(func(tx *gorm.DB) error { return s.putTx(ctx, tx, conn, r, hash[:], &res) })
+		return db.Transaction(func(tx *gorm.DB) error {
+			if err := s.putTx(ctx, tx, conn, r, hash[:], &res); err != nil {
+				return err
+			}
+			return s.announce(tx, Announcer.ReportStored, res.Summary)
+		})
 	})
 	return res, s.fail("put report", err)
 }
@@ -241,16 +247,23 @@ func (b *BOMReader) Close() error {
 }
 
 // DeleteReport deletes a report with its findings and BOM and returns the
-// deleted summary.
+// deleted summary; its report.deleted event goes into the outbox in the
+// same transaction (when the store has an Announcer).
 func (s *Store) DeleteReport(ctx context.Context, digest string) (*report.Summary, error) {
-	var rows []reportRow
-	err := s.db.WithContext(ctx).Clauses(clause.Returning{}).Where("digest = ?", digest).Delete(&rows).Error
+	var sum report.Summary
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var rows []reportRow
+		if err := tx.Clauses(clause.Returning{}).Where("digest = ?", digest).Delete(&rows).Error; err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return ErrNotFound
+		}
+		sum = rows[0].summary()
+		return s.announce(tx, Announcer.ReportDeleted, sum)
+	})
 	if err != nil {
 		return nil, s.fail("delete report", err)
 	}
-	if len(rows) == 0 {
-		return nil, ErrNotFound
-	}
-	sum := rows[0].summary()
 	return &sum, nil
 }

@@ -45,12 +45,17 @@ type Options struct {
 	// stuck behind a lock, fails with ErrTimeout instead of holding a
 	// connection and its request. Migrations run without it.
 	StatementTimeout time.Duration
+	// Announcer, when set, builds the event of each report change, which
+	// is then written into the outbox in the change's transaction (see
+	// Announcer). Without one (no NATS) nothing is written there.
+	Announcer Announcer
 }
 
 // Store is the Postgres-backed report store.
 type Store struct {
-	db      *gorm.DB
-	onError func(op string)
+	db        *gorm.DB
+	onError   func(op string)
+	announcer Announcer
 }
 
 // Open connects to Postgres, applies pending migrations and returns the store.
@@ -92,12 +97,21 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("ping postgres: %w", err)
 	}
-	return &Store{db: db, onError: o.OnError}, nil
+	return &Store{db: db, onError: o.OnError, announcer: o.Announcer}, nil
 }
+
+// MigrationLockKey is the key of the Postgres advisory lock results-api
+// holds while it migrates: "crowsnes" in ASCII (in pg_locks while held:
+// locktype advisory, classid 1668444023, objid 1936614771, objsubid 1).
+const MigrationLockKey int64 = 0x63726f77736e6573
 
 // migrate applies pending migrations on a pool of its own, closed after:
 // a migration that builds an index on a large table may run longer than
-// the statement timeout of the serving pool.
+// the statement timeout of the serving pool. Replicas starting together
+// take turns: each holds the session advisory lock MigrationLockKey on a
+// connection of its own while goose runs, so the second waits for the
+// first and then finds nothing to do. A session lock dies with its
+// connection: a migrator that crashes never leaves it held.
 func migrate(ctx context.Context, sqlDB *sql.DB) error {
 	defer sqlDB.Close()
 	if err := sqlDB.PingContext(ctx); err != nil {
@@ -111,6 +125,19 @@ func migrate(ctx context.Context, sqlDB *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
+	lock, err := sqlDB.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migration lock: %w", err)
+	}
+	// Closing the pool (deferred above) closes this connection, and the
+	// lock with it, should the unlock fail.
+	defer lock.Close()
+	if _, err := lock.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, MigrationLockKey); err != nil {
+		return fmt.Errorf("migration lock: %w", err)
+	}
+	defer func() {
+		_, _ = lock.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, MigrationLockKey)
+	}()
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("apply migrations: %w", err)
 	}

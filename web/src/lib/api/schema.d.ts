@@ -216,7 +216,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Postgres (and NATS, when configured) are reachable. */
+        /**
+         * Postgres is reachable. NATS is informational only (listed with ?verbose, never fails readiness).
+         * @description Without NATS reports are still stored and served; their events wait in the transactional outbox (crowsnest_results_api_outbox_depth) until NATS is back, and NATS's state is the metric crowsnest_results_api_nats_connected.
+         */
         get: operations["readyz"];
         put?: never;
         post?: never;
@@ -865,7 +868,10 @@ export interface operations {
     };
     readyz: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description List every check, one line each ("[+]postgres ok", "[-]nats failed (informational, not counted) …"), then "readyz check passed" or "readyz check failed". */
+                verbose?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
