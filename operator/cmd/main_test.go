@@ -75,6 +75,40 @@ func TestInvalidConfigurationIsReported(t *testing.T) {
 	}
 }
 
+// TestJobTTLIsValidated: a TTL of 0 (delete at once), or one that would
+// delete a failed Job before its retry is due, is refused at start-up with
+// an error that says what is needed.
+func TestJobTTLIsValidated(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{nil, true}, // defaults: 2h ≥ 1h + 1m
+		{[]string{"--job-ttl=0s"}, false},
+		{[]string{"--job-ttl=-1h"}, false},
+		{[]string{"--job-ttl=30m"}, false}, // below the default 1h backoff cap
+		{[]string{"--job-ttl=1h"}, false},  // not above it by the margin
+		{[]string{"--job-ttl=61m"}, true},  // exactly the cap + the margin
+		{[]string{"--job-ttl=2m", "--retry-backoff=5s", "--retry-backoff-max=40s"}, true}, // the local stack's e2e settings
+		{[]string{"--job-ttl=2m", "--retry-backoff=5s", "--retry-backoff-max=2m"}, false},
+		{[]string{"--job-ttl=700000h"}, false}, // over ttlSecondsAfterFinished's int32
+	} {
+		var o Options
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		o.BindFlags(fs)
+		if err := fs.Parse(append([]string{"--results-api-url=http://x", "--uploader-image=u"}, tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		err := o.Validate()
+		if tc.ok && err != nil {
+			t.Errorf("%v: rejected: %v", tc.args, err)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "--job-ttl") || !strings.Contains(err.Error(), "--retry-backoff-max")) {
+			t.Errorf("%v: err = %v, want one naming --job-ttl and --retry-backoff-max", tc.args, err)
+		}
+	}
+}
+
 func TestWatchNamespacesFromEnvAndFlag(t *testing.T) {
 	parse := func(env string, args ...string) (Options, error) {
 		var o Options

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -73,13 +74,25 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.GrypeImage, "grype-image", scanjob.DefaultGrypeImage, "Grype image of scan Jobs (a Scanner's spec.grypeImage wins)")
 	fs.StringVar(&o.UploaderImage, "uploader-image", "", "uploader image of scan Jobs (required)")
 	fs.StringVar(&o.ScanServiceAccount, "scan-service-account", "", "service account of scan Pods; its projected token authenticates the upload (default: the namespace's default)")
-	fs.DurationVar(&o.JobTTL, "job-ttl", 2*time.Hour, "ttlSecondsAfterFinished of scan Jobs; keep it above --retry-backoff-max")
+	fs.DurationVar(&o.JobTTL, "job-ttl", 2*time.Hour, "ttlSecondsAfterFinished of scan Jobs: at least --retry-backoff-max + 1m")
 	fs.DurationVar(&o.RetryBackoff, "retry-backoff", time.Minute, "wait after a failed scan; doubles per attempt")
 	fs.DurationVar(&o.RetryBackoffMax, "retry-backoff-max", time.Hour, "longest wait between scan attempts")
 	fs.IntVar(&o.Workers, "workers", 2, "Scanners reconciled in parallel")
 	fs.StringVar(&o.LogFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info or error")
 }
+
+// JobTTLMargin is how much longer than --retry-backoff-max a finished scan
+// Job must be kept (--job-ttl). A failed Job holds its scan's attempt count;
+// its retry is due at most --retry-backoff-max after it finished, and the
+// operator replaces it then, give or take a reconcile's latency, the
+// one-second resolution of Job condition times and the first lookup retries
+// (--lookup-retry 5s doubling: 5+10+20s) when results-api blinks at that
+// moment. A minute covers those. The Job's finalizer keeps the state even if
+// the TTL runs out first, but a Job the TTL controller deleted lingers
+// half-deleted until the retry; a TTL of 0 (delete at once) or below the
+// backoff would do that to every failed Job.
+const JobTTLMargin = time.Minute
 
 // Validate reports every invalid option at once.
 func (o *Options) Validate() error {
@@ -92,6 +105,10 @@ func (o *Options) Validate() error {
 	}
 	if o.RetryBackoff <= 0 || o.RetryBackoffMax < o.RetryBackoff {
 		errs = append(errs, errors.New("--retry-backoff must be > 0 and <= --retry-backoff-max"))
+	}
+	if minTTL := o.RetryBackoffMax + JobTTLMargin; o.JobTTL < minTTL || o.JobTTL.Seconds() > math.MaxInt32 {
+		errs = append(errs, fmt.Errorf("--job-ttl %v: want at least --retry-backoff-max (%v) + %v = %v, so that a failed scan Job is not "+
+			"deleted before its retry replaces it (and at most %d seconds)", o.JobTTL, o.RetryBackoffMax, JobTTLMargin, minTTL, math.MaxInt32))
 	}
 	if o.LookupRetry <= 0 || o.PublishRetry <= 0 {
 		errs = append(errs, errors.New("--lookup-retry and --publish-retry must be > 0"))

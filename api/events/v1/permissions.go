@@ -26,10 +26,15 @@ type Permission struct {
 	SubscribeAllow []string `json:"subscribeAllow"`
 }
 
+// ConsumerOperatorReportDeleted is the operator's durable consumer of
+// crowsnest.report.deleted: deletions published while the operator is away
+// are delivered when it is back.
+const ConsumerOperatorReportDeleted = "operator-report-deleted"
+
 // ServiceConsumers are the durable consumer names the services own on the
 // stream; other tools may not create, update or delete consumers by these
 // names (a tool names its own consumers anything else).
-var ServiceConsumers = []string{"results-api-scans", "operator-report-deleted", "notifier"}
+var ServiceConsumers = []string{"results-api-scans", ConsumerOperatorReportDeleted, "notifier"}
 
 // JetStream API subjects of the CROWSNEST stream (see the NATS JetStream
 // wire API reference).
@@ -68,6 +73,19 @@ var consume = []string{jsInfo, jsStreamInfo, jsStreamNames, jsStreamList, jsCons
 // start-up needs (EnsureStream).
 var ensureStream = []string{jsInfo, jsStreamInfo, jsStreamCreate, jsStreamUpdate}
 
+// ownConsumer is what a service needs to run its one durable pull consumer
+// (name, with a single filter subject) and nothing more: create or update it
+// (nats.go puts the filter subject in the create subject), read its info,
+// pull and acknowledge its messages. No other consumer, no deletion.
+func ownConsumer(name, filter string) []string {
+	return []string{
+		jsAPI + "CONSUMER.CREATE." + StreamName + "." + name + "." + filter,
+		jsAPI + "CONSUMER.INFO." + StreamName + "." + name,
+		jsAPI + "CONSUMER.MSG.NEXT." + StreamName + "." + name,
+		"$JS.ACK." + StreamName + "." + name + ".>",
+	}
+}
+
 // Permissions returns the subjects u may publish and subscribe to. An
 // unknown user gets nothing.
 func Permissions(u User) Permission {
@@ -75,8 +93,10 @@ func Permissions(u User) Permission {
 	switch u {
 	case UserOperator:
 		pub = append(append(pub, SubjectImageNeeded, SubjectJobDone, SubjectInventorySnapshot), ensureStream...)
-		pub = append(pub, consume...) // report.deleted, through its own consumer
-		sub = []string{inbox, SubjectReportDeleted}
+		// report.deleted, through its own durable consumer only: the
+		// messages come to its inbox.
+		pub = append(pub, ownConsumer(ConsumerOperatorReportDeleted, SubjectReportDeleted)...)
+		sub = []string{inbox}
 	case UserResultsAPI:
 		pub = append(append(pub, "crowsnest.report.>", SubjectFindingsChanged), ensureStream...)
 		pub = append(pub, consume...)         // the operator's events

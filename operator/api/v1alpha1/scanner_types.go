@@ -69,28 +69,50 @@ type ScannerSpec struct {
 	GrypeImage string `json:"grypeImage,omitempty"`
 }
 
-// Condition types of a Scanner. Reconciling and Stalled follow kstatus.
+// Condition types of a Scanner. Ready says whether the Scanner is
+// reconciled healthily; ScansComplete and Degraded say how its scans are
+// going, so that routine rescans and images that cannot be scanned do not
+// make it unready. Reconciling and Stalled follow kstatus: Reconciling while
+// a temporary failure is retried, Stalled only when a human must act.
 const (
-	ConditionReady       = "Ready"
-	ConditionReconciling = "Reconciling"
-	ConditionStalled     = "Stalled"
+	ConditionReady         = "Ready"
+	ConditionScansComplete = "ScansComplete"
+	ConditionDegraded      = "Degraded"
+	ConditionReconciling   = "Reconciling"
+	ConditionStalled       = "Stalled"
 )
 
 // Condition reasons of a Scanner.
 const (
-	// ReasonUpToDate: every running image has a fresh report.
-	ReasonUpToDate = "UpToDate"
-	// ReasonScanning: scans are queued or running.
-	ReasonScanning = "Scanning"
-	// ReasonScanFailed: some images failed to scan and wait for a retry, or
-	// cannot be scanned at all.
-	ReasonScanFailed = "ScanFailed"
-	// ReasonResultsAPIUnavailable: results-api did not answer the lookup, so
-	// no scan Jobs are created until it does.
+	// ReasonReconciled (Ready=True): the configuration is valid and
+	// results-api and NATS (when configured) answered.
+	ReasonReconciled = "Reconciled"
+	// ReasonResultsAPIUnavailable (Ready=False, Reconciling=True,
+	// ScansComplete=Unknown): results-api did not answer the lookup, so no
+	// scan Jobs are created until it does; retried with backoff.
 	ReasonResultsAPIUnavailable = "ResultsAPIUnavailable"
-	// ReasonEventsUndelivered: NATS is unreachable; scanning continues but
-	// events are not delivered until it returns.
+	// ReasonEventsUndelivered (Ready=False, Reconciling=True): NATS is
+	// unreachable; scanning continues but events are not delivered until it
+	// returns.
 	ReasonEventsUndelivered = "EventsUndelivered"
+
+	// ReasonUpToDate (ScansComplete=True): no image waits for a scan or is
+	// being scanned.
+	ReasonUpToDate = "UpToDate"
+	// ReasonScanning (ScansComplete=False): scan Jobs are running.
+	ReasonScanning = "Scanning"
+	// ReasonQueued (ScansComplete=False): images wait for a free slot (or for
+	// their finished Job to go) and none is being scanned.
+	ReasonQueued = "Queued"
+
+	// ReasonScanFailed (Degraded=True): some images failed to scan and wait
+	// for a retry (and others may not be pullable).
+	ReasonScanFailed = "ScanFailed"
+	// ReasonNotPullable (Degraded=True): every failed image is one that
+	// cannot be pulled (FailureNotPullable); retrying will not help.
+	ReasonNotPullable = "NotPullable"
+	// ReasonNoFailures (Degraded=False): no image failed to scan.
+	ReasonNoFailures = "NoFailures"
 )
 
 // Failure reasons of a scan, as recorded in status.recentFailures, on Events
@@ -107,7 +129,8 @@ const (
 	FailureUploader         = "UploaderFailed"        // uploader exited with another code
 	FailureOOMKilled        = "OOMKilled"
 	FailureDeadlineExceeded = "DeadlineExceeded"
-	FailureJob              = "JobFailed" // the Job failed without a Pod to explain it
+	FailureJob              = "JobFailed"     // the Job failed without a Pod to explain it, or was deleted before it finished
+	FailureReportMissing    = "ReportMissing" // the Job succeeded, but results-api has no current report for the digest
 )
 
 // MaxRecentFailures bounds status.recentFailures.
@@ -139,7 +162,7 @@ type ScannerStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, Reconciling, Stalled.
+	// Conditions: Ready, ScansComplete, Degraded, Reconciling, Stalled.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -179,6 +202,8 @@ type ScannerStatus struct {
 // +kubebuilder:printcolumn:name="Scanning",type=integer,JSONPath=`.status.scanning`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Scans",type=string,JSONPath=`.status.conditions[?(@.type=="ScansComplete")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Scanner struct {
 	metav1.TypeMeta   `json:",inline"`

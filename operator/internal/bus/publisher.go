@@ -35,7 +35,8 @@ func (Disabled) Publish(context.Context, eventsv1.Event) error { return nil }
 // Enabled is false.
 func (Disabled) Enabled() bool { return false }
 
-// JetStream publishes to the CROWSNEST stream.
+// JetStream publishes to the CROWSNEST stream and consumes deleted reports
+// from it (OnReportDeleted).
 type JetStream struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
@@ -44,6 +45,7 @@ type JetStream struct {
 
 	mu      sync.Mutex
 	ensured bool
+	kick    func() // recreates the report.deleted consumer after a reconnect
 }
 
 // Connect dials url in the background: it returns at once even when the
@@ -71,7 +73,7 @@ func Connect(url string, timeout time.Duration, opts ...nats.Option) (*JetStream
 		return nil, fmt.Errorf("jetstream context: %w", err)
 	}
 	p := &JetStream{nc: nc, js: js, timeout: timeout, log: logf.Log.WithName("bus")}
-	nc.SetReconnectHandler(func(*nats.Conn) { p.setEnsured(false) })
+	nc.SetReconnectHandler(func(*nats.Conn) { p.reconnected() })
 	return p, nil
 }
 
@@ -84,6 +86,25 @@ func (p *JetStream) Close() { p.nc.Close() }
 func (p *JetStream) setEnsured(v bool) {
 	p.mu.Lock()
 	p.ensured = v
+	p.mu.Unlock()
+}
+
+// reconnected runs after every reconnect: the server may be a new one, or
+// one that lost its store, so the stream is ensured again before the next
+// publish and the consumer of deleted reports is created again.
+func (p *JetStream) reconnected() {
+	p.mu.Lock()
+	p.ensured = false
+	kick := p.kick
+	p.mu.Unlock()
+	if kick != nil {
+		kick()
+	}
+}
+
+func (p *JetStream) setKick(fn func()) {
+	p.mu.Lock()
+	p.kick = fn
 	p.mu.Unlock()
 }
 

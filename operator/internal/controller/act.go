@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -30,11 +31,18 @@ const (
 	publishedDone   = "done"
 )
 
-// act records finished Jobs, publishes pending events, deletes finished Jobs
-// and creates new ones, in that order. An undelivered event does not stop
-// scanning: it is returned as eventsErr and retried on the next reconcile.
-// p is updated when a planned Job could not be created.
+// act lets go of other Scanners' Jobs, records finished Jobs, publishes
+// pending events, retires finished Jobs and creates new ones, in that order.
+// An undelivered event does not stop scanning: it is returned as eventsErr
+// and retried on the next reconcile, and the Job it belongs to is kept (its
+// finalizer too) until it is delivered. p is updated when a planned Job
+// could not be created.
 func (r *ScannerReconciler) act(ctx context.Context, s *crowsnestv1alpha1.Scanner, obs observation, p *plan) (eventsErr error, err error) {
+	for _, job := range obs.foreign {
+		if err := r.release(ctx, job); err != nil {
+			return nil, err
+		}
+	}
 	jobs := make([]*scanJob, 0, len(obs.jobs))
 	for _, j := range obs.jobs {
 		jobs = append(jobs, j)
@@ -55,10 +63,10 @@ func (r *ScannerReconciler) act(ctx context.Context, s *crowsnestv1alpha1.Scanne
 		eventsErr = r.publishPending(ctx, s, j, obs)
 	}
 	for _, j := range p.retire {
-		if r.Publisher.Enabled() && j.job.Annotations[scanjob.AnnotationPublished] != publishedDone {
+		if !r.delivered(j) {
 			continue // keep it until its job.done is delivered
 		}
-		if err := r.deleteJob(ctx, j); err != nil {
+		if err := r.removeJob(ctx, j); err != nil {
 			return nil, err
 		}
 	}
@@ -70,7 +78,11 @@ func (r *ScannerReconciler) act(ctx context.Context, s *crowsnestv1alpha1.Scanne
 		}
 		if job == nil {
 			p.scanning--
-			p.queued++
+			if req.replace != nil && req.failure != nil && !r.delivered(req.replace) {
+				p.keepFailed(*req.failure) // until its job.done is out
+			} else {
+				p.queued++
+			}
 			continue
 		}
 		created = append(created, req)
@@ -82,10 +94,16 @@ func (r *ScannerReconciler) act(ctx context.Context, s *crowsnestv1alpha1.Scanne
 	return eventsErr, nil
 }
 
+// delivered tells whether a finished Job's events are all out: its job.done
+// was published, or events are off.
+func (r *ScannerReconciler) delivered(j *scanJob) bool {
+	return !r.Publisher.Enabled() || j.job.Annotations[scanjob.AnnotationPublished] == publishedDone
+}
+
 // recordOutcome emits the Event and metric of a finished Job once, and keeps
 // the failure reason on the Job so that it survives its Pods.
 func (r *ScannerReconciler) recordOutcome(ctx context.Context, s *crowsnestv1alpha1.Scanner, j *scanJob) error {
-	if j.result.phase == jobActive || j.job.Annotations[scanjob.AnnotationOutcome] != "" {
+	if j.result.phase == jobActive || j.unconfirmed || j.job.Annotations[scanjob.AnnotationOutcome] != "" {
 		return nil
 	}
 	set := map[string]string{}
@@ -178,23 +196,33 @@ func (r *ScannerReconciler) annotate(ctx context.Context, job *batchv1.Job, set 
 	return nil
 }
 
-func (r *ScannerReconciler) deleteJob(ctx context.Context, j *scanJob) error {
-	err := r.Delete(ctx, j.job, client.PropagationPolicy("Background"), client.Preconditions{UID: &j.job.UID})
+// removeJob deletes a Job the operator is done with: it removes the
+// finalizer, then deletes the Job unless it is being deleted already (the
+// TTL controller got there first), which the finalizer's removal completes.
+func (r *ScannerReconciler) removeJob(ctx context.Context, j *scanJob) error {
+	if err := r.release(ctx, j.job); err != nil {
+		return err
+	}
+	if !j.job.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	err := r.Delete(ctx, j.job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &j.job.UID})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete scan job %s: %w", j.job.Name, err)
 	}
 	return nil
 }
 
-// createJob creates the Job for req, first deleting the failed Job it
-// replaces. It returns nil when the name is still taken (the old Job is
-// being deleted); the next reconcile tries again.
+// createJob creates the Job for req, first removing the failed Job it
+// replaces once that one's job.done is delivered. It returns nil when the
+// name is still taken (the old Job is being deleted, or its job.done is not
+// delivered yet: the undelivered event makes the reconcile run again).
 func (r *ScannerReconciler) createJob(ctx context.Context, s *crowsnestv1alpha1.Scanner, req scanRequest) (*batchv1.Job, error) {
 	if req.replace != nil {
-		if r.Publisher.Enabled() && req.replace.job.Annotations[scanjob.AnnotationPublished] != publishedDone {
-			log.FromContext(ctx).Info("retrying before job.done was delivered; that event is dropped", "job", req.replace.job.Name, "digest", req.digest)
+		if !r.delivered(req.replace) {
+			return nil, nil
 		}
-		if err := r.deleteJob(ctx, req.replace); err != nil {
+		if err := r.removeJob(ctx, req.replace); err != nil {
 			return nil, err
 		}
 	}

@@ -69,7 +69,7 @@ func TestPrintColumns(t *testing.T) {
 	runPod(t, ns, "web", nil, "nginx@"+testDigest(31))
 	newScanner(t, ns)
 	startOperator(t, ns, api.URL, "", testOptions())
-	eventually(t, 10*time.Second, "up to date", readyReason(t, ns, crowsnestv1alpha1.ReasonUpToDate))
+	eventually(t, 10*time.Second, "up to date", conditions(t, ns, upToDate...))
 
 	hc, err := rest.HTTPClientFor(restConfig)
 	if err != nil {
@@ -101,6 +101,17 @@ func TestPrintColumns(t *testing.T) {
 	}
 	if got := fmt.Sprint(table.Rows[0].Cells[:6]); got != "[default True 1 1 0 0]" {
 		t.Errorf("row = %s", got)
+	}
+	// -o wide adds why Ready is what it is, how the scans stand and whether
+	// some image failed.
+	var wide []string
+	for i, c := range table.ColumnDefinitions {
+		if c.Priority == 1 {
+			wide = append(wide, fmt.Sprintf("%s=%v", c.Name, table.Rows[0].Cells[i]))
+		}
+	}
+	if got := strings.Join(wide, ","); got != "Reason=Reconciled,Scans=UpToDate,Degraded=False" {
+		t.Errorf("wide columns = %s", got)
 	}
 }
 

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -12,20 +13,20 @@ import (
 
 // deletedReports turns "a report was deleted in results-api" into reconciles
 // of every Scanner, so a deleted digest that is still running is scanned again
-// without waiting for an unrelated change. Setup subscribes deleted to the
-// deletions, adds it to the manager as a Runnable and watches Events().
+// without waiting for an unrelated change. Setup adds it to the manager as a
+// Runnable and watches Events().
 type deletedReports struct {
-	client      client.Reader
-	forget      func(digest string) // drops the digest's cached lookup answer
-	unsubscribe func() error        // ends the subscription when Start returns
+	client client.Reader
+	forget func(digest string) // drops the digest's cached lookup answer
+	source ReportDeletions     // consumed while Start runs
 
 	digests chan string
 	events  chan event.GenericEvent
 }
 
-// newDeletedReports makes a bounded queue of deleted digests.
-func newDeletedReports(c client.Reader, forget func(string)) *deletedReports {
-	return &deletedReports{client: c, forget: forget, digests: make(chan string, 256), events: make(chan event.GenericEvent, 64)}
+// newDeletedReports makes a bounded queue of the digests source delivers.
+func newDeletedReports(c client.Reader, forget func(string), source ReportDeletions) *deletedReports {
+	return &deletedReports{client: c, forget: forget, source: source, digests: make(chan string, 256), events: make(chan event.GenericEvent, 64)}
 }
 
 // deleted queues a digest without blocking; when the queue is full the digest
@@ -42,12 +43,16 @@ func (d *deletedReports) deleted(digest string) {
 // Events is the source the Scanner controller watches.
 func (d *deletedReports) Events() <-chan event.GenericEvent { return d.events }
 
-// Start implements manager.Runnable: it enqueues every Scanner for each
-// deleted digest until ctx ends, then unsubscribes.
+// Start implements manager.Runnable: it consumes the deletions and enqueues
+// every Scanner for each deleted digest until ctx ends. It runs on the leader
+// only: the deletions come from one durable consumer shared by every
+// replica, and one a standby replica took would never reach the leader.
 func (d *deletedReports) Start(ctx context.Context) error {
-	if d.unsubscribe != nil {
-		defer func() { _ = d.unsubscribe() }()
+	unsubscribe, err := d.source.OnReportDeleted(d.deleted)
+	if err != nil {
+		return fmt.Errorf("watch deleted reports: %w", err)
 	}
+	defer func() { _ = unsubscribe() }()
 	log := logf.FromContext(ctx).WithName("deleted-reports")
 	for {
 		select {

@@ -1,11 +1,9 @@
 package controller
 
 import (
-	"net/http"
 	"testing"
 	"time"
 
-	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
 	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
@@ -25,24 +23,12 @@ func TestDeletedReportIsRescanned(t *testing.T) {
 	newScanner(t, ns)
 	startOperator(t, ns, api.URL, natsURL, testOptions())
 
-	eventually(t, 15*time.Second, "scanned and up to date", readyReason(t, ns, crowsnestv1alpha1.ReasonUpToDate))
+	eventually(t, 15*time.Second, "scanned and up to date", conditions(t, ns, upToDate...))
 	if n := len(scanJobs(t, ns)); n != 0 {
 		t.Fatalf("%d jobs for a freshly scanned digest", n)
 	}
 
-	req, err := http.NewRequest(http.MethodDelete, api.URL+"/api/v1/reports/"+digest, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+api.Token)
-	resp, err := api.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("DELETE report: HTTP %d", resp.StatusCode)
-	}
+	deleteReport(t, api, digest)
 
 	eventually(t, 15*time.Second, "a scan job after the deletion", jobCount(t, ns, 1))
 	if r := scanJobs(t, ns)[0].Annotations[scanjob.AnnotationReason]; r != "new" {

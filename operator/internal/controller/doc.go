@@ -4,7 +4,10 @@
 // steps: observe (Pods → digests, this Scanner's Jobs, one batch lookup),
 // decide (pure functions: classify says what each digest needs, allocate
 // fits those needs under the concurrency cap and retry times) and act
-// (record finished Jobs, publish events, delete finished Jobs, create new
-// ones). The status is computed by pure setters and patched once, in a
-// defer, on every path, a failed reconcile included.
+// (record finished Jobs, publish events, retire finished Jobs, create new
+// ones). Every scan Job carries the operator's finalizer, removed only when
+// the operator is done with the Job (finalizer.go), so a Job deleted early
+// (its TTL) keeps its outcome, attempt and undelivered job.done. The status
+// is computed by pure setters and patched once, in a defer, on every path, a
+// failed reconcile included.
 package controller

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -144,6 +147,45 @@ func putReport(t testing.TB, srv *apitest.Server, digest string) {
 	srv.PutReport(t, digest, nil)
 }
 
+// deleteReport deletes a digest's report through the real results-api, as
+// an administrator would.
+func deleteReport(t testing.TB, srv *apitest.Server, digest string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodDelete, srv.URL+"/api/v1/reports/"+digest, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+srv.Token)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE report %s: HTTP %d", digest, resp.StatusCode)
+	}
+}
+
+// deleteAsTTL deletes a Job as its TTL running out would. The TTL
+// controller deletes with Foreground propagation, whose foregroundDeletion
+// finalizer only the garbage collector removes; envtest runs none, so
+// Background stands in (the operator's finalizer is the one that matters).
+func deleteAsTTL(t testing.TB, job *batchv1.Job) {
+	t.Helper()
+	if err := k8s.Delete(context.Background(), job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatalf("delete job %s: %v", job.Name, err)
+	}
+}
+
+// jobsByDigest indexes scan Jobs by the digest they scan.
+func jobsByDigest(jobs []batchv1.Job) map[string]*batchv1.Job {
+	m := make(map[string]*batchv1.Job, len(jobs))
+	for i := range jobs {
+		m[jobs[i].Annotations[scanjob.AnnotationDigest]] = &jobs[i]
+	}
+	return m
+}
+
 func getScanner(t testing.TB, ns string) *crowsnestv1alpha1.Scanner {
 	t.Helper()
 	var s crowsnestv1alpha1.Scanner
@@ -153,18 +195,30 @@ func getScanner(t testing.TB, ns string) *crowsnestv1alpha1.Scanner {
 	return &s
 }
 
-// readyReason polls until the Scanner's Ready condition has reason.
-func readyReason(t testing.TB, ns, reason string) func() error {
+// conditions polls until each of the Scanner's conditions in want, written
+// "Type=Status/Reason" ("Stalled=" for absent), is so.
+func conditions(t testing.TB, ns string, want ...string) func() error {
 	return func() error {
 		s := getScanner(t, ns)
-		for _, c := range s.Status.Conditions {
-			if c.Type == crowsnestv1alpha1.ConditionReady && c.Reason == reason {
-				return nil
+		for _, w := range want {
+			typ, sr, _ := strings.Cut(w, "=")
+			got := ""
+			if c := meta.FindStatusCondition(s.Status.Conditions, typ); c != nil {
+				got = string(c.Status) + "/" + c.Reason
+			}
+			if got != sr {
+				return fmt.Errorf("%s is %q, want %q (conditions %+v)", typ, got, sr, s.Status.Conditions)
 			}
 		}
-		return fmt.Errorf("conditions %+v, want Ready reason %s", s.Status.Conditions, reason)
+		return nil
 	}
 }
+
+// Condition sets the tests wait for.
+var (
+	scanningOK = []string{"Ready=True/Reconciled", "ScansComplete=False/Scanning", "Stalled=", "Reconciling="}
+	upToDate   = []string{"Ready=True/Reconciled", "ScansComplete=True/UpToDate", "Degraded=False/NoFailures", "Stalled=", "Reconciling="}
+)
 
 // streamEvents reads every event stored in the CROWSNEST stream, in order.
 func streamEvents(t testing.TB, url string) []eventsv1.Event {

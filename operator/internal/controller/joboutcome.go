@@ -29,7 +29,10 @@ type jobResult struct {
 }
 
 // jobOutcome reads a Job's conditions; for a failed Job it explains the
-// failure from its Pods' container states.
+// failure from its Pods' container states. A Job deleted before it finished
+// (by a user: the TTL controller only deletes finished Jobs) counts as a
+// failed attempt, so that it is retried with backoff rather than at once;
+// its finalizer keeps it until then.
 func jobOutcome(job *batchv1.Job, pods []corev1.Pod) jobResult {
 	for _, c := range job.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
@@ -50,6 +53,10 @@ func jobOutcome(job *batchv1.Job, pods []corev1.Pod) jobResult {
 			}
 			return r
 		}
+	}
+	if job.DeletionTimestamp != nil {
+		return jobResult{phase: jobFailed, finishedAt: job.DeletionTimestamp.Time, reason: crowsnestv1alpha1.FailureJob,
+			message: "the Job was deleted before it finished"}
 	}
 	return jobResult{phase: jobActive}
 }

@@ -2,10 +2,12 @@ package controller
 
 import (
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 )
@@ -14,6 +16,11 @@ func finishedJob(typ batchv1.JobConditionType, reason string) *batchv1.Job {
 	return &batchv1.Job{Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{
 		{Type: typ, Status: corev1.ConditionTrue, Reason: reason, Message: "m", LastTransitionTime: metav1.NewTime(t0)},
 	}}}
+}
+
+func deleting(job *batchv1.Job) *batchv1.Job {
+	job.DeletionTimestamp = ptr.To(metav1.NewTime(t0.Add(time.Hour)))
+	return job
 }
 
 func scanPod(grype, uploader corev1.ContainerState) corev1.Pod {
@@ -54,6 +61,8 @@ func TestJobOutcome(t *testing.T) {
 		{"uploader 2", finishedJob(batchv1.JobFailed, "BackoffLimitExceeded"), []corev1.Pod{scanPod(ok, exited(2, "Error", "usage"))}, jobFailed, crowsnestv1alpha1.FailureUploader},
 		{"uploader oom", finishedJob(batchv1.JobFailed, "BackoffLimitExceeded"), []corev1.Pod{scanPod(ok, exited(137, "OOMKilled", ""))}, jobFailed, crowsnestv1alpha1.FailureOOMKilled},
 		{"no pod", finishedJob(batchv1.JobFailed, "BackoffLimitExceeded"), nil, jobFailed, crowsnestv1alpha1.FailureJob},
+		{"deleted while running", &batchv1.Job{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: ptr.To(metav1.NewTime(t0))}}, nil, jobFailed, crowsnestv1alpha1.FailureJob},
+		{"deleted after it finished", deleting(finishedJob(batchv1.JobComplete, "")), nil, jobSucceeded, ""},
 	}
 	for _, tt := range tests {
 		got := jobOutcome(tt.job, tt.pods)

@@ -88,7 +88,7 @@ func TestForbiddenNamespaceStalls(t *testing.T) {
 
 	eventually(t, 20*time.Second, "a's scan job", jobCount(t, a, 1))
 	eventually(t, 20*time.Second, "b's Scanner Stalled=True NamespaceNotPermitted", stalledNotPermitted(t, b, "create jobs.batch"))
-	eventually(t, 10*time.Second, "a's Scanner Scanning", readyReason(t, a, crowsnestv1alpha1.ReasonScanning))
+	eventually(t, 10*time.Second, "a's Scanner Scanning", conditions(t, a, scanningOK...))
 	if n := len(scanJobs(t, b)); n != 0 {
 		t.Fatalf("%d scan jobs in b", n)
 	}
@@ -129,7 +129,7 @@ func TestForbiddenNamespaceStalls(t *testing.T) {
 	requestScan(t, b, "2")
 	eventually(t, 20*time.Second, "b's scan job once permitted", jobCount(t, b, 1))
 	eventually(t, 10*time.Second, "b's Stalled cleared", func() error {
-		if err := readyReason(t, b, crowsnestv1alpha1.ReasonScanning)(); err != nil {
+		if err := conditions(t, b, scanningOK...)(); err != nil {
 			return err
 		}
 		if c := meta.FindStatusCondition(getScanner(t, b).Status.Conditions, crowsnestv1alpha1.ConditionStalled); c != nil {

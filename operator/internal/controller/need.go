@@ -63,7 +63,7 @@ func classify(o observed) []need {
 			if o.now.Before(next) {
 				n.wakeIn = next.Sub(o.now)
 			} else {
-				n.scan = &scanRequest{digest: digest, target: t, attempt: j.attempt + 1, reason: eventsv1.NeedRetry, replace: j}
+				n.scan = &scanRequest{digest: digest, target: t, attempt: j.attempt + 1, reason: eventsv1.NeedRetry, replace: j, failure: n.failure}
 			}
 		case j != nil && j.result.phase == jobFailed:
 			if lookupOK {
@@ -71,10 +71,10 @@ func classify(o observed) []need {
 			} else {
 				n.failure = failure(j, nil)
 			}
-		case j != nil: // succeeded
+		case j != nil: // succeeded (one without its report is failed: settleSucceeded)
 			if lookupOK {
 				n.retire = j
-				n.queued = due // the report did not arrive: scan again once the Job is gone
+				n.queued = due // the report was deleted since: scan again once the Job is gone
 			}
 		case lookupOK && due:
 			n.scan = &scanRequest{digest: digest, target: t, attempt: 1, reason: why}

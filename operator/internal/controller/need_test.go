@@ -8,6 +8,7 @@ import (
 
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/discovery"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
 )
 
 // summary renders a need in a few words, for table tests.
@@ -131,5 +132,64 @@ func TestClassifyOrder(t *testing.T) {
 	}
 	if got := strings.Join(order, ""); got != "acbd" {
 		t.Errorf("order %q, want running (sorted), not pullable, then Jobs of gone digests", got)
+	}
+}
+
+// TestSettleSucceeded: a Job that succeeded while results-api has no current
+// report for its digest failed (ReportMissing), keeping its attempt, so it
+// is retried with backoff instead of starting over at attempt 1; until the
+// lookup answers nothing is decided.
+func TestSettleSucceeded(t *testing.T) {
+	a, z := dg('a'), dg('z') // a runs; z only has a Job
+	tests := []struct {
+		name   string
+		mod    func(o *observed, j *scanJob)
+		digest string
+		want   string // phase/reason, + "unconfirmed"
+	}{
+		{"report arrived", func(o *observed, j *scanJob) { o.reports[a] = t0 }, a, "succeeded"},
+		{"no report", func(o *observed, j *scanJob) {}, a, "failed/ReportMissing"},
+		{"only a stale report", func(o *observed, j *scanJob) { o.reports[a] = t0.Add(-25 * time.Hour) }, a, "failed/ReportMissing"},
+		{"lookup down", func(o *observed, j *scanJob) { o.reports = nil }, a, "succeeded unconfirmed"},
+		{"recorded before the report was deleted", func(o *observed, j *scanJob) {
+			j.job.Annotations = map[string]string{scanjob.AnnotationOutcome: string(eventsv1.OutcomeSucceeded)}
+		}, a, "succeeded"},
+		{"digest no longer running", func(o *observed, j *scanJob) {}, z, "succeeded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := base(a)
+			j := job(tt.digest, jobSucceeded, 2, t0.Add(-time.Minute))
+			o.jobs[tt.digest] = j
+			tt.mod(&o, j)
+			settleSucceeded(o)
+			got := map[jobPhase]string{jobSucceeded: "succeeded", jobFailed: "failed", jobActive: "active"}[j.result.phase]
+			if j.result.phase == jobFailed {
+				got += "/" + j.result.reason
+				if !j.result.finishedAt.Equal(t0.Add(-time.Minute)) || j.attempt != 2 || j.result.message == "" {
+					t.Errorf("failure %+v attempt %d: want the Job's finish time, attempt and a message", j.result, j.attempt)
+				}
+			}
+			if j.unconfirmed {
+				got += " unconfirmed"
+			}
+			if got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+
+	// Then it is a failure like any other: listed with its attempt, retried
+	// with the backoff of that attempt (2m after attempt 2).
+	o := base(a)
+	o.reports = map[string]time.Time{}
+	o.jobs[a] = job(a, jobSucceeded, 2, t0.Add(-time.Minute))
+	settleSucceeded(o)
+	if got := summary(classify(o)[0]); got != "image failed:ReportMissing@1m0s wake:1m0s" {
+		t.Errorf("need %q, want a ReportMissing failure waiting out its backoff", got)
+	}
+	o.now = t0.Add(time.Minute)
+	if got := summary(classify(o)[0]); got != "image failed:ReportMissing@1m0s scan:retry/3+replace" {
+		t.Errorf("need %q, want attempt 3 once due", got)
 	}
 }

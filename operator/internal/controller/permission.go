@@ -56,10 +56,15 @@ func (r *ScannerReconciler) forbidden(ctx context.Context, s *crowsnestv1alpha1.
 
 // notPermittedNow records a new NamespaceNotPermitted verdict: no error is
 // returned, so no backoff retries it (stalledWhy).
+// Its Jobs' finalizers are removed where the operator still may, since no
+// reconcile will record those Jobs now.
 func (r *ScannerReconciler) notPermittedNow(ctx context.Context, key types.NamespacedName, s *crowsnestv1alpha1.Scanner, why string) {
 	r.stall(key, s, why)
 	notPermittedTotal.Inc()
 	log.FromContext(ctx).Info("namespace not permitted; not retried until the Scanner changes", "why", why)
+	if err := r.releaseJobs(ctx, s.Namespace, s.Name); err != nil {
+		log.FromContext(ctx).Info("could not release the scan jobs of a namespace not permitted", "error", err.Error())
+	}
 }
 
 // missingAccess asks the API server (SelfSubjectAccessReview, allowed to

@@ -20,6 +20,9 @@ type scanJob struct {
 	attempt int
 	reason  string
 	result  jobResult
+	// unconfirmed: the Job succeeded, but whether its report arrived is not
+	// known yet (the lookup failed), so its outcome is not recorded.
+	unconfirmed bool
 }
 
 // observed is everything a decision depends on.
@@ -39,7 +42,8 @@ type scanRequest struct {
 	target  *discovery.Target
 	attempt int
 	reason  eventsv1.NeedReason
-	replace *scanJob // a failed Job of the same name, deleted first
+	replace *scanJob                       // a failed Job of the same name, deleted first
+	failure *crowsnestv1alpha1.ScanFailure // the failure a retry follows
 }
 
 // plan is what a reconcile does, and the counts it reports.
@@ -51,6 +55,7 @@ type plan struct {
 	queued       int
 	scanning     int
 	failed       int
+	notPullable  int // of failed: images that cannot be pulled at all
 	failures     []crowsnestv1alpha1.ScanFailure
 	lastScan     time.Time
 	requeueAfter time.Duration // 0: nothing timed to wait for
@@ -91,6 +96,9 @@ func allocate(needs []need, slots int) plan {
 		if n.failure != nil {
 			p.failed++
 			p.failures = append(p.failures, *n.failure)
+			if n.failure.Reason == crowsnestv1alpha1.FailureNotPullable {
+				p.notPullable++
+			}
 		}
 		if n.retire != nil {
 			p.retire = append(p.retire, n.retire)
@@ -120,11 +128,24 @@ func allocate(needs []need, slots int) plan {
 			p.failures = dropFailure(p.failures, c.digest)
 		}
 	}
+	p.boundFailures()
+	return p
+}
+
+// keepFailed counts a retry that could not start after all as failed again.
+func (p *plan) keepFailed(f crowsnestv1alpha1.ScanFailure) {
+	p.failed++
+	p.failures = append(p.failures, f)
+	p.boundFailures()
+}
+
+// boundFailures orders the listed failures, soonest retry first, and keeps
+// the first MaxRecentFailures.
+func (p *plan) boundFailures() {
 	sort.SliceStable(p.failures, func(a, b int) bool { return earlier(p.failures[a].NextRetry, p.failures[b].NextRetry) })
 	if len(p.failures) > crowsnestv1alpha1.MaxRecentFailures {
 		p.failures = p.failures[:crowsnestv1alpha1.MaxRecentFailures]
 	}
-	return p
 }
 
 func failure(j *scanJob, next *time.Time) *crowsnestv1alpha1.ScanFailure {

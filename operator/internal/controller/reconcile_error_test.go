@@ -58,7 +58,7 @@ func TestRefusedJobShowsInStatus(t *testing.T) {
 	}
 	eventually(t, 30*time.Second, "the scan job once the quota is gone", jobCount(t, ns, 1))
 	eventually(t, 10*time.Second, "the failure cleared from the status", func() error {
-		if err := readyReason(t, ns, crowsnestv1alpha1.ReasonScanning)(); err != nil {
+		if err := conditions(t, ns, scanningOK...)(); err != nil {
 			return err
 		}
 		if c := meta.FindStatusCondition(getScanner(t, ns).Status.Conditions, crowsnestv1alpha1.ConditionStalled); c != nil {

@@ -83,12 +83,16 @@ func (r *ScannerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 			r.lookupFailed(req.NamespacedName, false)
 			r.stall(req.NamespacedName, nil, "")
 			deleteGauges(req.Namespace, req.Name)
-			return ctrl.Result{}, nil
+			// Its Jobs go with it through owner references, once their
+			// finalizers are off.
+			return ctrl.Result{}, r.releaseJobs(ctx, req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, fmt.Errorf("get scanner: %w", err)
 	}
 	if !s.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil // its Jobs go with it through owner references
+		// A foreground deletion waits for the Jobs, which wait for their
+		// finalizers.
+		return ctrl.Result{}, r.releaseJobs(ctx, s.Namespace, s.Name)
 	}
 	before := s.DeepCopy()
 	var out outcome
@@ -174,7 +178,8 @@ func (r *ScannerReconciler) patchStatus(ctx context.Context, before, s *crowsnes
 	// puts all five in every patch.
 	base := before.DeepCopy()
 	base.Status.Images, base.Status.Scanned, base.Status.Queued, base.Status.Scanning, base.Status.Failed = -1, -1, -1, -1, -1
-	if err := r.Status().Patch(ctx, s, client.MergeFrom(base)); err != nil {
+	// A Scanner deleted meanwhile has no status left to write.
+	if err := client.IgnoreNotFound(r.Status().Patch(ctx, s, client.MergeFrom(base))); err != nil {
 		return fmt.Errorf("patch scanner status: %w", err)
 	}
 	return nil

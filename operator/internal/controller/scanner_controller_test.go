@@ -47,6 +47,7 @@ func TestScansEachUnscannedDigestOnceWithinTheCap(t *testing.T) {
 	eventually(t, 20*time.Second, "two scan jobs", jobCount(t, ns, 2))
 	consistently(t, 2*time.Second, "the cap of 2 holds", jobCount(t, ns, 2))
 	jobs := scanJobs(t, ns)
+	jobsHaveFinalizer(t, jobs)
 	want := map[string]bool{d[1]: true, d[2]: true, d[3]: true}
 	for _, j := range jobs {
 		digest := j.Annotations[scanjob.AnnotationDigest]
@@ -77,7 +78,7 @@ func TestScansEachUnscannedDigestOnceWithinTheCap(t *testing.T) {
 		if len(st.RecentFailures) != 1 || st.RecentFailures[0].Reason != crowsnestv1alpha1.FailureNotPullable {
 			return fmt.Errorf("recent failures %+v", st.RecentFailures)
 		}
-		return readyReason(t, ns, crowsnestv1alpha1.ReasonScanning)()
+		return conditions(t, ns, append(scanningOK, "Degraded=True/NotPullable")...)()
 	})
 
 	// Finish the first Job as the uploader would: report stored, Job complete.
@@ -109,7 +110,8 @@ func TestScansEachUnscannedDigestOnceWithinTheCap(t *testing.T) {
 		if st.Scanned != 4 || st.Scanning != 0 || st.Queued != 0 || st.LastScanTime == nil {
 			return fmt.Errorf("status %+v", st)
 		}
-		return readyReason(t, ns, crowsnestv1alpha1.ReasonScanFailed)() // the local image stays unscannable
+		// The local image stays unscannable: Degraded, and still Ready.
+		return conditions(t, ns, "Ready=True/Reconciled", "ScansComplete=True/UpToDate", "Degraded=True/NotPullable", "Stalled=")()
 	})
 
 	// Events on NATS: per Job, image.needed then job.done, each once.

@@ -3,15 +3,17 @@ package controller
 import (
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 )
 
-// ReasonReconcileFailed is the Ready and Stalled reason when a reconcile
-// failed (the API server refused a scan Job, say); the message holds the
-// error.
+// ReasonReconcileFailed is the Ready reason when a reconcile failed (the
+// API server refused a scan Job, say); the message holds the error. It is
+// also the Stalled reason when the refusal needs a human (needsHuman), and
+// the Reconciling reason otherwise.
 const ReasonReconcileFailed = "ReconcileFailed"
 
 // ReasonNamespaceNotPermitted is the Ready and Stalled reason when the
@@ -38,12 +40,22 @@ func (o outcome) finished() bool { return o.reconcileErr == nil && o.notPermitte
 
 // setStatus writes counts, recent failures and conditions. It is pure: the
 // same Scanner and outcome give the same status. After a failed reconcile
-// the counts and failures stay those of the last one that finished.
+// the counts, failures, ScansComplete and Degraded stay those of the last
+// one that finished.
+//
+// Ready says whether the Scanner is reconciled healthily (its namespace may
+// be scanned, results-api and NATS answer); it does not flip during routine
+// scans or because some image cannot be scanned, so health checks built on
+// kstatus (Flux, Argo CD) settle. Scan progress is ScansComplete, failed
+// images Degraded. Reconciling is True while a temporary failure is retried,
+// Stalled only while a human must act.
 func setStatus(s *crowsnestv1alpha1.Scanner, o outcome) {
 	st := &s.Status
 	st.ObservedGeneration = s.Generation
 	if o.finished() {
 		setCounts(st, o)
+		setScansComplete(s, o)
+		setDegraded(s, o)
 	}
 	setReady(s, o)
 	setReconciling(s, o)
@@ -65,26 +77,45 @@ func setCounts(st *crowsnestv1alpha1.ScannerStatus, o outcome) {
 }
 
 func setReady(s *crowsnestv1alpha1.Scanner, o outcome) {
-	st := &s.Status
-	c := metav1.Condition{Type: crowsnestv1alpha1.ConditionReady, ObservedGeneration: s.Generation}
+	c := metav1.Condition{Type: crowsnestv1alpha1.ConditionReady, ObservedGeneration: s.Generation, Status: metav1.ConditionFalse}
 	switch {
 	case o.notPermitted != "":
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonNamespaceNotPermitted, notPermittedMessage(s.Namespace, o.notPermitted)
+		c.Reason, c.Message = ReasonNamespaceNotPermitted, notPermittedMessage(s.Namespace, o.notPermitted)
 	case o.reconcileErr != nil:
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonReconcileFailed
+		c.Reason = ReasonReconcileFailed
 		c.Message = "reconcile failed (retrying with backoff): " + clip(o.reconcileErr.Error(), maxErrorMessage)
 	case o.lookupErr != nil:
-		c.Status, c.Reason = metav1.ConditionFalse, crowsnestv1alpha1.ReasonResultsAPIUnavailable
-		c.Message = fmt.Sprintf("results-api lookup failed, so no scan Jobs are created until it answers (retrying with backoff): %v", o.lookupErr)
+		c.Reason = crowsnestv1alpha1.ReasonResultsAPIUnavailable
+		c.Message = "results-api lookup failed, so no scan Jobs are created until it answers (retrying with backoff): " + clip(o.lookupErr.Error(), maxErrorMessage)
 	case o.eventsErr != nil:
-		c.Status, c.Reason = metav1.ConditionFalse, crowsnestv1alpha1.ReasonEventsUndelivered
-		c.Message = fmt.Sprintf("scanning continues, but events are not being delivered to NATS (retrying): %v", o.eventsErr)
-	case st.Queued+st.Scanning > 0:
-		c.Status, c.Reason = metav1.ConditionFalse, crowsnestv1alpha1.ReasonScanning
-		c.Message = fmt.Sprintf("%d of %d images scanned; %d scanning, %d queued", st.Scanned, st.Images, st.Scanning, st.Queued)
+		c.Reason = crowsnestv1alpha1.ReasonEventsUndelivered
+		c.Message = "scanning continues, but events are not being delivered to NATS (retrying): " + clip(o.eventsErr.Error(), maxErrorMessage)
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, crowsnestv1alpha1.ReasonReconciled
+		c.Message = "reconciled: the namespace may be scanned and results-api answers; scan progress is in ScansComplete, failed images in Degraded"
+	}
+	meta.SetStatusCondition(&s.Status.Conditions, c)
+}
+
+// setScansComplete says whether any image waits for or is in a scan; after
+// a failed lookup that is not known.
+func setScansComplete(s *crowsnestv1alpha1.Scanner, o outcome) {
+	st := &s.Status
+	c := metav1.Condition{Type: crowsnestv1alpha1.ConditionScansComplete, ObservedGeneration: s.Generation, Status: metav1.ConditionFalse}
+	progress := fmt.Sprintf("%d of %d images have a current report", st.Scanned, st.Images)
+	switch {
+	case o.lookupErr != nil:
+		c.Status, c.Reason = metav1.ConditionUnknown, crowsnestv1alpha1.ReasonResultsAPIUnavailable
+		c.Message = "which images have a current report is unknown until results-api answers"
+	case st.Scanning > 0:
+		c.Reason = crowsnestv1alpha1.ReasonScanning
+		c.Message = fmt.Sprintf("%d scanning, %d queued; %s", st.Scanning, st.Queued, progress)
+	case st.Queued > 0:
+		c.Reason = crowsnestv1alpha1.ReasonQueued
+		c.Message = fmt.Sprintf("%d queued, none scanning (each waits for a free slot or for its finished Job to go); %s", st.Queued, progress)
 	case st.Failed > 0:
-		c.Status, c.Reason = metav1.ConditionFalse, crowsnestv1alpha1.ReasonScanFailed
-		c.Message = fmt.Sprintf("%d of %d images could not be scanned; see status.recentFailures for reasons and retry times", st.Failed, st.Images)
+		c.Status, c.Reason = metav1.ConditionTrue, crowsnestv1alpha1.ReasonUpToDate
+		c.Message = fmt.Sprintf("no image waits for a scan; %s, %d could not be scanned (see Degraded)", progress, st.Failed)
 	default:
 		c.Status, c.Reason = metav1.ConditionTrue, crowsnestv1alpha1.ReasonUpToDate
 		c.Message = fmt.Sprintf("all %d running images have a current report", st.Images)
@@ -92,39 +123,72 @@ func setReady(s *crowsnestv1alpha1.Scanner, o outcome) {
 	meta.SetStatusCondition(&st.Conditions, c)
 }
 
-func setReconciling(s *crowsnestv1alpha1.Scanner, o outcome) {
+// setDegraded says whether some images could not be scanned.
+func setDegraded(s *crowsnestv1alpha1.Scanner, o outcome) {
 	st := &s.Status
-	if o.finished() && o.lookupErr == nil && st.Queued+st.Scanning > 0 {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: crowsnestv1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
-			Reason: crowsnestv1alpha1.ReasonScanning, Message: fmt.Sprintf("%d scanning, %d queued", st.Scanning, st.Queued),
-		})
-		return
+	c := metav1.Condition{Type: crowsnestv1alpha1.ConditionDegraded, ObservedGeneration: s.Generation, Status: metav1.ConditionTrue}
+	failed, notPullable := o.plan.failed, o.plan.notPullable
+	switch failed {
+	case 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, crowsnestv1alpha1.ReasonNoFailures, "no image failed to scan"
+	case notPullable:
+		c.Reason = crowsnestv1alpha1.ReasonNotPullable
+		c.Message = fmt.Sprintf("%d of %d images cannot be pulled (loaded into the node by digest only), so they are not scanned; see status.recentFailures", failed, st.Images)
+	default:
+		c.Reason = crowsnestv1alpha1.ReasonScanFailed
+		c.Message = fmt.Sprintf("%d of %d images could not be scanned: %d failed (retried with backoff), %d cannot be pulled; see status.recentFailures for reasons and retry times",
+			failed, st.Images, failed-notPullable, notPullable)
 	}
-	meta.RemoveStatusCondition(&st.Conditions, crowsnestv1alpha1.ConditionReconciling)
+	meta.SetStatusCondition(&st.Conditions, c)
 }
 
-func setStalled(s *crowsnestv1alpha1.Scanner, o outcome) {
-	st := &s.Status
+// setReconciling is True while Ready is False for a cause that is retried
+// and passes without a human: results-api or NATS unreachable, a reconcile
+// error such as a timeout or a conflict.
+func setReconciling(s *crowsnestv1alpha1.Scanner, o outcome) {
+	c := metav1.Condition{Type: crowsnestv1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation}
 	switch {
 	case o.notPermitted != "":
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: crowsnestv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
-			Reason: ReasonNamespaceNotPermitted, Message: notPermittedMessage(s.Namespace, o.notPermitted),
-		})
 	case o.reconcileErr != nil:
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: crowsnestv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
-			Reason: ReasonReconcileFailed, Message: clip(o.reconcileErr.Error(), maxErrorMessage),
-		})
+		if !needsHuman(o.reconcileErr) { // else Stalled
+			c.Reason, c.Message = ReasonReconcileFailed, "retrying a failed reconcile with backoff"
+		}
 	case o.lookupErr != nil:
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: crowsnestv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
-			Reason: crowsnestv1alpha1.ReasonResultsAPIUnavailable, Message: "cannot tell which images are scanned: results-api is unreachable; check the operator's --results-api-url and the results-api Pods",
-		})
-	default:
-		meta.RemoveStatusCondition(&st.Conditions, crowsnestv1alpha1.ConditionStalled)
+		c.Reason, c.Message = crowsnestv1alpha1.ReasonResultsAPIUnavailable, "retrying the results-api lookup with backoff"
+	case o.eventsErr != nil:
+		c.Reason, c.Message = crowsnestv1alpha1.ReasonEventsUndelivered, "retrying undelivered events"
 	}
+	if c.Reason == "" {
+		meta.RemoveStatusCondition(&s.Status.Conditions, crowsnestv1alpha1.ConditionReconciling)
+		return
+	}
+	meta.SetStatusCondition(&s.Status.Conditions, c)
+}
+
+// setStalled is True only when nothing changes until a human acts: the
+// namespace is not permitted, or the API server refuses what the operator
+// asks for (a quota, an admission policy, an invalid object). A temporary
+// outage of results-api or NATS is not stalled: it is retried (Reconciling).
+func setStalled(s *crowsnestv1alpha1.Scanner, o outcome) {
+	c := metav1.Condition{Type: crowsnestv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation}
+	switch {
+	case o.notPermitted != "":
+		c.Reason, c.Message = ReasonNamespaceNotPermitted, notPermittedMessage(s.Namespace, o.notPermitted)
+	case o.reconcileErr != nil && needsHuman(o.reconcileErr):
+		c.Reason, c.Message = ReasonReconcileFailed, clip(o.reconcileErr.Error(), maxErrorMessage)
+	default:
+		meta.RemoveStatusCondition(&s.Status.Conditions, crowsnestv1alpha1.ConditionStalled)
+		return
+	}
+	meta.SetStatusCondition(&s.Status.Conditions, c)
+}
+
+// needsHuman tells whether a reconcile error is the API server refusing the
+// request itself (403 from a quota or an admission policy, 400, 422), which
+// retrying does not fix, rather than a failure that passes (a timeout, a
+// conflict, an unavailable server).
+func needsHuman(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
 }
 
 // notPermittedMessage says why namespace ns is not scanned and how to

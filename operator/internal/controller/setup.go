@@ -69,7 +69,8 @@ func NewScheme() (*runtime.Scheme, error) {
 }
 
 // ReportDeletions delivers the digest of every report deleted in
-// results-api (bus.JetStream).
+// results-api (bus.JetStream), from when OnReportDeleted is called until
+// the function it returns is.
 type ReportDeletions interface {
 	OnReportDeleted(fn func(digest string)) (unsubscribe func() error, err error)
 }
@@ -98,14 +99,8 @@ func Setup(mgr ctrl.Manager, deps Deps) error {
 	}
 	r := newReconciler(mgr, deps)
 	if deps.Deletions != nil {
-		deleted := newDeletedReports(mgr.GetClient(), deps.Lookup.Forget)
-		unsubscribe, err := deps.Deletions.OnReportDeleted(deleted.deleted)
-		if err != nil {
-			return fmt.Errorf("watch deleted reports: %w", err)
-		}
-		deleted.unsubscribe = unsubscribe
+		deleted := newDeletedReports(mgr.GetClient(), deps.Lookup.Forget, deps.Deletions)
 		if err := mgr.Add(deleted); err != nil {
-			_ = unsubscribe()
 			return fmt.Errorf("add deleted-reports runnable: %w", err)
 		}
 		r.rescans = deleted.Events()

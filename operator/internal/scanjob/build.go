@@ -28,6 +28,15 @@ const (
 	runAsUser    = 65532
 )
 
+// Finalizer is on every scan Job the operator creates. The Job's
+// annotations are the scan's state (attempt, outcome, which events were
+// delivered), and the TTL controller, a user or the garbage collector may
+// delete a finished Job at any time: the finalizer keeps it until the
+// operator has recorded its outcome, delivered its job.done and, for a failed
+// scan, replaced it with the next attempt. The operator removes it then, and
+// from every Job of a Scanner that is being deleted.
+const Finalizer = "crowsnest.dev/scan-outcome"
+
 // Params is everything one scan Job depends on.
 type Params struct {
 	Scanner        *crowsnestv1alpha1.Scanner
@@ -71,9 +80,10 @@ func Build(p Params) *batchv1.Job {
 	job := &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      JobName(s.Name, p.Digest),
-			Namespace: s.Namespace,
-			Labels:    labels,
+			Name:       JobName(s.Name, p.Digest),
+			Namespace:  s.Namespace,
+			Labels:     labels,
+			Finalizers: []string{Finalizer},
 			Annotations: map[string]string{
 				AnnotationDigest:  p.Digest,
 				AnnotationImage:   p.Image,

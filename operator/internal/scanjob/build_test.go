@@ -117,6 +117,10 @@ func TestBuildIsRestricted(t *testing.T) {
 	if job.Labels[LabelDigestHash] != DigestHash(testDigest) || job.Annotations[AnnotationDigest] != testDigest {
 		t.Errorf("labels %v annotations %v", job.Labels, job.Annotations)
 	}
+	// The finalizer keeps the Job's state until the operator is done with it.
+	if len(job.Finalizers) != 1 || job.Finalizers[0] != Finalizer {
+		t.Errorf("finalizers %v, want [%s]", job.Finalizers, Finalizer)
+	}
 }
 
 func TestJobName(t *testing.T) {

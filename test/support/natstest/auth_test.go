@@ -95,8 +95,12 @@ func TestPermissionsAgainstAttacker(t *testing.T) {
 	}
 
 	// results-api's durable consumer: the reader can neither replace nor delete it.
-	if _, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "results-api-scans", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
-		t.Fatalf("operator could not create a consumer: %v", err)
+	apiStream, err := apiJS.Stream(ctx, eventsv1.StreamName)
+	if err != nil {
+		t.Fatalf("results-api may look at the stream: %v", err)
+	}
+	if _, err := apiStream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "results-api-scans", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatalf("results-api could not create its consumer: %v", err)
 	}
 	rs, err := readerJS.Stream(ctx, eventsv1.StreamName)
 	if err != nil {
