@@ -3,6 +3,7 @@ package v1
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,11 +23,26 @@ func StreamConfig() jetstream.StreamConfig {
 	}
 }
 
-// EnsureStream creates the stream or updates it to StreamConfig.
+// EnsureStream creates the stream or updates it to StreamConfig. A stream
+// that already has that configuration is left alone: every service calls
+// this at start-up and on reconnect, and an update is a write on the server
+// (nats-server v2.15 races a stream update against a consumer being created
+// at the same moment).
 func EnsureStream(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
-	s, err := js.CreateOrUpdateStream(ctx, StreamConfig())
+	want := StreamConfig()
+	if s, err := js.Stream(ctx, StreamName); err == nil && sameStream(s.CachedInfo().Config, want) {
+		return s, nil
+	}
+	s, err := js.CreateOrUpdateStream(ctx, want)
 	if err != nil {
 		return nil, fmt.Errorf("create or update stream %s: %w", StreamName, err)
 	}
 	return s, nil
+}
+
+// sameStream compares the fields StreamConfig sets.
+func sameStream(have, want jetstream.StreamConfig) bool {
+	return have.Description == want.Description && slices.Equal(have.Subjects, want.Subjects) &&
+		have.Storage == want.Storage && have.Retention == want.Retention &&
+		have.MaxAge == want.MaxAge && have.Duplicates == want.Duplicates
 }
