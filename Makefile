@@ -120,7 +120,7 @@ test-chart: kube-assets tool-helm verify-dockerfiles ## Lint, render and server-
 .PHONY: e2e
 e2e: stack-deps ## End-to-end tests on the local stack (test/stack, tests in test/stack/e2e): real control plane, kwok, registry, Grype, NATS, Postgres, results-api, operator.
 	hack/deps.sh chromium
-	cd test/stack && GOWORK=off go test -count=1 -race -timeout=20m -run '$(E2E_RUN)' ./...
+	cd test/stack && GOWORK=off go test -count=1 -race -timeout=40m -v -run '$(E2E_RUN)' ./...
 
 .PHONY: bench-e2e
 bench-e2e: stack-deps ## Scale benchmark on the local stack (1,000 Pods, 300 digests, 10 namespaces); numbers go to docs/benchmarks.md.

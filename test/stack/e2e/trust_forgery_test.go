@@ -143,29 +143,43 @@ func getJSON(ctx context.Context, t *testing.T, url string, out any) {
 	}
 }
 
-// metricValue reads one sample of results-api's /metrics (0 when absent).
+// metricValue sums sample over every results-api replica's /metrics (each
+// counts what it handled itself; a replica without the sample adds 0).
 func metricValue(ctx context.Context, t *testing.T, sample string) float64 {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, shared.URL()+"/metrics", nil)
+	var sum float64
+	for _, api := range shared.APIs {
+		v, _, err := replicaMetric(ctx, api.URL(), sample)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += v
+	}
+	return sum
+}
+
+// replicaMetric reads one sample from the /metrics of the replica at base;
+// found is false when the sample is not there.
+func replicaMetric(ctx context.Context, base, sample string) (v float64, found bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
-		t.Fatal(err)
+		return 0, false, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, false, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		return 0, false, err
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, sample+" "); ok {
-			var f float64
-			if _, err := fmt.Sscan(v, &f); err == nil {
-				return f
+		if rest, ok := strings.CutPrefix(l, sample+" "); ok {
+			if _, err := fmt.Sscan(rest, &v); err == nil {
+				return v, true, nil
 			}
 		}
 	}
-	return 0
+	return 0, false, nil
 }
