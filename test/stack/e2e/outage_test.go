@@ -265,7 +265,7 @@ func TestNATSOutageLongerThanJobTTL(t *testing.T) {
 		for _, api := range shared.APIs {
 			depth, found, err := replicaMetric(ctx, api.URL(), "crowsnest_results_api_outbox_depth")
 			if err != nil || !found || depth != 0 {
-				return fmt.Errorf("%s: outbox depth %v (found %v, %v)", api.URL(), depth, found, err)
+				return fmt.Errorf("%s: outbox depth %v (found %v): %w", api.URL(), depth, found, err)
 			}
 		}
 		return nil
