@@ -144,6 +144,11 @@ bench: bench-operator bench-results-api ## Run the Go benchmarks (numbers: docs/
 bench-operator: kube-assets ## Operator benchmarks on envtest (heap, reconcile cost, lookups, latency); numbers go to docs/benchmarks.md.
 	cd operator && go test -count=1 -timeout=30m -run '^$$' -bench . -benchtime 20x ./internal/controller/ ./internal/discovery/
 
+# BENCH_OPERATOR_RSS_FLAGS picks scenarios, e.g. --scenario=10k,100k,per-namespace or --scenario=smoke (--help lists all).
+.PHONY: bench-operator-rss
+bench-operator-rss: kube-assets pg-install ## The operator binary as a separate process on envtest + results-api: RSS, heap, CPU, Jobs (report: dist/bench-operator-rss.md).
+	cd test/stack && go run ./cmd/bench-operator-rss --out=$(ROOT)/dist/bench-operator-rss.md $(BENCH_OPERATOR_RSS_FLAGS)
+
 ##@ Code quality
 
 .PHONY: lint
@@ -169,7 +174,7 @@ generate-operator: tool-controller-gen ## Regenerate the Scanner deepcopy and CR
 
 .PHONY: generate-chart
 generate-chart: generate-operator ## Copy the operator's generated CRD and RBAC role into the chart; regenerate values.schema.json.
-	cp operator/config/crd/bases/crowsnest.dev_scanners.yaml helm/crowsnest/crds/
+	cp operator/config/crd/bases/crowsnest.dev_scanners.yaml operator/config/crd/bases/crowsnest.dev_clusterscanners.yaml helm/crowsnest/crds/
 	cp operator/config/rbac/role.yaml operator/config/rbac/leader_election_role.yaml helm/crowsnest/charts/operator/files/
 	cd test/chart && GOWORK=off go run ./cmd/chartschema -o $(ROOT)/helm/crowsnest/values.schema.json
 	cd test/chart && GOWORK=off go run ./cmd/natsperm -o $(ROOT)/helm/crowsnest/charts/nats/files/permissions.json

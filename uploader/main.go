@@ -21,8 +21,12 @@ func main() {
 	os.Exit(code)
 }
 
-// run uploads one report and returns the process exit code.
+// run uploads one report, or with the docker-config subcommand merges pull
+// secrets, and returns the process exit code.
 func run(ctx context.Context, args []string, env func(string) string, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == dockerConfigCommand {
+		return runDockerConfig(args[1:], stderr)
+	}
 	cfg, err := parseConfig(args, env, stderr)
 	if errors.Is(err, errHelp) {
 		return scan.ExitOK

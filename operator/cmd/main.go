@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/crowsnest-dev/crowsnest/api/memlimit"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/bus"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/controller"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/resultsclient"
@@ -59,6 +60,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// stderr need not be safe for concurrent use (a test's buffer is not).
 	logs := zapcore.Lock(zapcore.AddSync(stderr))
 	ctrl.SetLogger(zap.New(zap.UseDevMode(o.LogFormat == "console"), zap.Level(level), zap.WriteTo(logs)))
+	limit, source, err := memlimit.Set(getenv, memlimit.CgroupFile)
+	if err != nil {
+		return err
+	}
+	if limit > 0 {
+		ctrl.Log.Info("go memory limit set", "bytes", limit, "from", source)
+	}
 	cfg, err := kubeconfig()
 	if err != nil {
 		return fmt.Errorf("kubernetes client config: %w", err)
@@ -75,7 +83,7 @@ func start(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         controller.CacheOptions(o.WatchNamespaces...),
+		Cache:                         controller.ClusterScannerCache(controller.CacheOptions(o.WatchNamespaces...)),
 		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElect,
@@ -113,6 +121,12 @@ func start(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	if err := controller.Setup(mgr, deps); err != nil {
 		return err
+	}
+	// A ClusterScanner needs every namespace in view.
+	if len(o.WatchNamespaces) == 0 {
+		if err := controller.SetupClusterScanner(mgr, o.clusterScannerOptions()); err != nil {
+			return err
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("add healthz check: %w", err)
@@ -156,6 +170,7 @@ func logScope(log logr.Logger, o Options) {
 			"set --watch-namespaces to need only a Role in each listed namespace")
 	} else {
 		log.Info("watching Scanners, Pods and Jobs only in the listed namespaces; a Role in each suffices", "namespaces", o.WatchNamespaces)
+		log.Info("ClusterScanners are not served: they need every namespace in view (no --watch-namespaces)")
 	}
 	if !o.MetricsSecure && o.MetricsAddr != "0" {
 		log.Info("metrics are served over plain HTTP without authentication (--metrics-secure=false); bind them to a loopback address", "address", o.MetricsAddr)

@@ -41,10 +41,15 @@ type Options struct {
 	GrypeImage              string
 	UploaderImage           string
 	ScanServiceAccount      string
+	OperatorNamespace       string
 	JobTTL                  time.Duration
 	RetryBackoff            time.Duration
 	RetryBackoffMax         time.Duration
+	StuckGrace              time.Duration
 	Workers                 int
+	MaxConcurrentScans      int
+	RescansPerMinute        int
+	RescanJitter            float64
 	LogFormat               string
 	LogLevel                string
 }
@@ -74,10 +79,15 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.GrypeImage, "grype-image", scanjob.DefaultGrypeImage, "Grype image of scan Jobs (a Scanner's spec.grypeImage wins)")
 	fs.StringVar(&o.UploaderImage, "uploader-image", "", "uploader image of scan Jobs (required)")
 	fs.StringVar(&o.ScanServiceAccount, "scan-service-account", "", "service account of scan Pods; its projected token authenticates the upload (default: the namespace's default)")
+	fs.StringVar(&o.OperatorNamespace, "operator-namespace", "", "the operator's own namespace, which a ClusterScanner leaves out while its spec.excludeNamespaces is unset (the chart passes the Pod's namespace)")
 	fs.DurationVar(&o.JobTTL, "job-ttl", 2*time.Hour, "ttlSecondsAfterFinished of scan Jobs: at least --retry-backoff-max + 1m")
 	fs.DurationVar(&o.RetryBackoff, "retry-backoff", time.Minute, "wait after a failed scan; doubles per attempt")
 	fs.DurationVar(&o.RetryBackoffMax, "retry-backoff-max", time.Hour, "longest wait between scan attempts")
+	fs.DurationVar(&o.StuckGrace, "stuck-grace", 2*time.Minute, "how long a scan Pod may wait on an image pull (ErrImagePull, ImagePullBackOff, InvalidImageName) or a CreateContainerConfigError, or a scan Job stay without a Pod the API server refused, before the scan is ended as failed (0: wait for the scan timeout)")
 	fs.IntVar(&o.Workers, "workers", 2, "Scanners reconciled in parallel")
+	fs.IntVar(&o.MaxConcurrentScans, "max-concurrent-scans", 10, "scan Jobs running at once in the whole cluster, shared fairly between Scanners, on top of each Scanner's spec.maxConcurrentScans (0: no cluster-wide cap)")
+	fs.Float64Var(&o.RescanJitter, "rescan-jitter", 0.1, "spread of rescans: each digest's rescan interval moves by up to ± this fraction of it, the same for a digest every time (0: none, at most 0.5)")
+	fs.IntVar(&o.RescansPerMinute, "rescans-per-minute", 60, "rescans started per minute in the whole cluster, so reports stored in one wave do not all come due at once (0: no limit)")
 	fs.StringVar(&o.LogFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info or error")
 }
@@ -109,6 +119,15 @@ func (o *Options) Validate() error {
 	if minTTL := o.RetryBackoffMax + JobTTLMargin; o.JobTTL < minTTL || o.JobTTL.Seconds() > math.MaxInt32 {
 		errs = append(errs, fmt.Errorf("--job-ttl %v: want at least --retry-backoff-max (%v) + %v = %v, so that a failed scan Job is not "+
 			"deleted before its retry replaces it (and at most %d seconds)", o.JobTTL, o.RetryBackoffMax, JobTTLMargin, minTTL, math.MaxInt32))
+	}
+	if o.RescanJitter < 0 || o.RescanJitter > 0.5 {
+		errs = append(errs, fmt.Errorf("--rescan-jitter %v: want 0 to 0.5", o.RescanJitter))
+	}
+	if o.MaxConcurrentScans < 0 || o.RescansPerMinute < 0 {
+		errs = append(errs, errors.New("--max-concurrent-scans and --rescans-per-minute must be >= 0"))
+	}
+	if o.StuckGrace < 0 {
+		errs = append(errs, errors.New("--stuck-grace must be >= 0"))
 	}
 	if o.LookupRetry <= 0 || o.PublishRetry <= 0 {
 		errs = append(errs, errors.New("--lookup-retry and --publish-retry must be > 0"))
@@ -151,9 +170,16 @@ func (o *Options) controllerOptions() controller.Options {
 	return controller.Options{
 		GrypeImage: o.GrypeImage, UploaderImage: o.UploaderImage, UploaderAPIURL: uploaderURL,
 		ServiceAccount: o.ScanServiceAccount, JobTTL: o.JobTTL, RetryBase: o.RetryBackoff, RetryMax: o.RetryBackoffMax,
-		LookupRetry: o.LookupRetry, PublishRetry: o.PublishRetry, Workers: o.Workers,
+		LookupRetry: o.LookupRetry, PublishRetry: o.PublishRetry, Workers: o.Workers, StuckGrace: o.StuckGrace,
+		MaxConcurrentScans: o.MaxConcurrentScans, RescansPerMinute: o.RescansPerMinute, RescanJitter: o.RescanJitter,
 		WatchNamespaces: o.WatchNamespaces,
 	}
+}
+
+// clusterScannerOptions are the settings the ClusterScanner controller
+// applies: it keeps the scan service account in every namespace it covers.
+func (o *Options) clusterScannerOptions() controller.ClusterScannerOptions {
+	return controller.ClusterScannerOptions{ServiceAccount: o.ScanServiceAccount, OperatorNamespace: o.OperatorNamespace}
 }
 
 // readToken returns a function reading a bearer token file on each call.

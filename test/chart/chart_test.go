@@ -69,8 +69,18 @@ var renderCases = []renderCase{
 			// Two results-api replicas, one at a time disrupted; the scan identity policy.
 			"PodDisruptionBudget/crowsnest-results-api",
 			"ValidatingAdmissionPolicy/crowsnest-scan-identity", "ValidatingAdmissionPolicyBinding/crowsnest-scan-identity"},
-		absent: []string{"ServiceMonitor", "PrometheusRule", "Ingress", "Scanner", "ConfigMap",
+		absent: []string{"ServiceMonitor", "PrometheusRule", "Ingress", "Scanner", "ClusterScanner", "ConfigMap",
 			"ClusterRoleBinding/crowsnest-metrics-reader", "Role/crowsnest-system/crowsnest-operator"},
+	},
+	{
+		name:        "ClusterScanner",
+		args:        clusterScannerArgs,
+		clusterWide: true,
+		want: []string{"ClusterScanner/crowsnest", "CustomResourceDefinition/clusterscanners.crowsnest.dev",
+			"ClusterRole/crowsnest-operator", "ClusterRole/crowsnest-results-api", "ClusterRoleBinding/crowsnest-results-api",
+			"ValidatingAdmissionPolicy/crowsnest-scan-identity"},
+		// The operator makes the scan ServiceAccounts as namespaces come.
+		absent: []string{"Role/crowsnest-operator", "RoleBinding/crowsnest-operator", "ServiceAccount/crowsnest-scan", "Scanner"},
 	},
 	{
 		name:        "cluster-wide operator without scan namespaces",
@@ -361,10 +371,11 @@ func TestResultsAPIReadsDatabaseFromSecret(t *testing.T) {
 }
 
 // rbacPolicy is exactly what each role of release holds. The operator's
-// generated rules go all into its ClusterRole when clusterWide; otherwise
-// those on namespaced resources (as the API server's discovery says, not
-// as the chart splits them) into Role <release>-operator in each scan
-// namespace, and the rest (the review APIs) into its ClusterRole. Then its
+// generated rules go all into its ClusterRole when clusterWide; otherwise,
+// less the ClusterScanner controller's (ClusterWideOnly), those on
+// namespaced resources (as the API server's discovery says, not as the
+// chart splits them) into Role <release>-operator in each scan namespace,
+// and the rest (the review APIs) into its ClusterRole. Then its
 // leader-election Role, the metrics reader, results-api's authorization,
 // and the admin and view roles for people.
 func rbacPolicy(t *testing.T, release string, clusterWide bool) map[string]RolePolicy {
@@ -392,7 +403,7 @@ func rbacPolicy(t *testing.T, release string, clusterWide bool) map[string]RoleP
 	if err != nil {
 		t.Fatal(err)
 	}
-	namespaced, cluster, err := SplitByScope(operator, scope)
+	namespaced, cluster, err := SplitByScope(WithoutPermissions(operator, ClusterWideOnly), scope)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -220,6 +220,43 @@ func grants(rules []rbacv1.PolicyRule, p permission) bool {
 	return false
 }
 
+// ClusterWideOnly are the permissions, "group/resource:verb" (verb "*" for
+// all), only the operator's ClusterScanner controller uses. It runs only
+// when the operator watches every namespace, so the chart grants them only
+// then (in its ClusterRole), never in the per-namespace Roles nor, for the
+// cluster-scoped ones, in the ClusterRole of a namespaced operator.
+var ClusterWideOnly = []string{"/namespaces:*", "/serviceaccounts:*", "crowsnest.dev/clusterscanners:*",
+	"crowsnest.dev/clusterscanners/status:*", "crowsnest.dev/clusterscanners/finalizers:*",
+	"crowsnest.dev/scanners:create", "crowsnest.dev/scanners:update", "crowsnest.dev/scanners:patch", "crowsnest.dev/scanners:delete"}
+
+// WithoutPermissions returns rules without the permissions in drop (as
+// ClusterWideOnly), one rule per resource, leaving out rules with nothing
+// left.
+func WithoutPermissions(rules []rbacv1.PolicyRule, drop []string) []rbacv1.PolicyRule {
+	dropped := func(groups []string, resource, verb string) bool {
+		return slices.ContainsFunc(groups, func(g string) bool {
+			return slices.Contains(drop, g+"/"+resource+":*") || slices.Contains(drop, g+"/"+resource+":"+verb)
+		})
+	}
+	var out []rbacv1.PolicyRule
+	for _, r := range rules {
+		for _, res := range r.Resources {
+			var verbs []string
+			for _, v := range r.Verbs {
+				if !dropped(r.APIGroups, res, v) {
+					verbs = append(verbs, v)
+				}
+			}
+			if len(verbs) > 0 {
+				one := *r.DeepCopy()
+				one.Resources, one.Verbs = []string{res}, verbs
+				out = append(out, one)
+			}
+		}
+	}
+	return out
+}
+
 // Scope tells whether group/resource is namespaced ("scanners/status" is
 // its parent's scope).
 type Scope func(group, resource string) (namespaced bool, err error)

@@ -29,6 +29,10 @@ func TestScanServiceAccount(t *testing.T) {
 		{name: "no scan namespaces, cluster-wide", args: []string{"--set", "operator.clusterWide=true"}, sa: "crowsnest-scan"},
 		{name: "scan namespaces", args: []string{"--set", "global.scan.namespaces={team-a,team-b}"},
 			sa: "crowsnest-scan", namespaces: []string{"team-a", "team-b"}, allowed: "team-a/crowsnest-scan,team-b/crowsnest-scan"},
+		// Namespaces chosen by labels: the scan ServiceAccount of any
+		// namespace; the operator, not the chart, creates it.
+		{name: "ClusterScanner", args: append(slices.Clone(clusterScannerArgs), "--set", "global.scan.namespaces={team-a}"),
+			sa: "crowsnest-scan", namespaces: []string{"team-a"}, allowed: "*/crowsnest-scan"},
 		{name: "own name and an extra namespace", args: []string{"--set", "global.scan.namespaces={team-a}", "--set", "global.scan.serviceAccount=scan-bot",
 			"--set", "resultsApi.auth.extraAllowedServiceAccounts={team-c/scan-bot}"},
 			sa: "scan-bot", namespaces: []string{"team-a"}, allowed: "team-a/scan-bot,team-c/scan-bot"},
@@ -286,4 +290,40 @@ func envValue(c corev1.Container, name string) string {
 		}
 	}
 	return ""
+}
+
+// TestOperatorSchedulingAndMemoryLimit: operator.scans.* become the
+// operator's cluster-wide scheduling flags, and both Go services derive
+// GOMEMLIMIT from their own container's memory limit.
+func TestOperatorSchedulingAndMemoryLimit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	objs, err := Template(ctx, repoRoot, releaseNS, withScan("--set", "operator.scans.maxConcurrent=25",
+		"--set", "operator.scans.rescansPerMinute=0", "--set", "operator.scans.rescanJitter=0.25", "--set", "operator.scans.stuckGrace=90s")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	operator := container(t, objs, "Deployment/crowsnest-operator")
+	for _, want := range []string{"--max-concurrent-scans=25", "--rescans-per-minute=0", "--rescan-jitter=0.25", "--stuck-grace=90s"} {
+		if !slices.Contains(operator.Args, want) {
+			t.Errorf("operator args %q lack %s", operator.Args, want)
+		}
+	}
+	for _, id := range []string{"Deployment/crowsnest-operator", "Deployment/crowsnest-results-api"} {
+		c := container(t, objs, id)
+		var ref *corev1.ResourceFieldSelector
+		for _, e := range c.Env {
+			if e.Name == "CROWSNEST_MEMORY_LIMIT" && e.ValueFrom != nil {
+				ref = e.ValueFrom.ResourceFieldRef
+			}
+		}
+		if ref == nil || ref.Resource != "limits.memory" || (ref.ContainerName != "" && ref.ContainerName != c.Name) {
+			t.Errorf("%s: CROWSNEST_MEMORY_LIMIT is not its own limits.memory: %+v", id, ref)
+		}
+	}
+
+	// A jitter the operator would refuse is refused at install.
+	if _, err := Template(ctx, repoRoot, releaseNS, withScan("--set", "operator.scans.rescanJitter=0.9")...); err == nil {
+		t.Error("operator.scans.rescanJitter=0.9 rendered; the schema must refuse it (the operator allows at most 0.5)")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +66,13 @@ func TestRejectedValues(t *testing.T) {
 		{"Postgres password Secret without the URL Secret", withScan("--set", "postgres.existingSecret=pg"), "database"},
 		{"Postgres password Secret without the URL Secret, without the schema", withScan("--skip-schema-validation", "--set", "postgres.existingSecret=pg"),
 			"postgres.existingSecret needs global.database.existingSecret"},
+		// A ClusterScanner needs an operator that sees every namespace.
+		{"ClusterScanner without a cluster-wide operator", withScan("--set", "global.clusterScanner.enabled=true"), "/operator/clusterWide"},
+		{"ClusterScanner without a cluster-wide operator, without the schema", withScan("--skip-schema-validation", "--set", "global.clusterScanner.enabled=true"),
+			"global.clusterScanner.enabled needs operator.clusterWide=true"},
+		{"ClusterScanner with an unknown selector operator", append(slices.Clone(clusterScannerArgs),
+			"--set", "global.clusterScanner.namespaceSelector.matchExpressions[0].key=a", "--set", "global.clusterScanner.namespaceSelector.matchExpressions[0].operator=Like"),
+			"/global/clusterScanner/namespaceSelector/matchExpressions/0/operator"},
 		{"NATS creds and a user at once", []string{"--set", "nats.enabled=false", "--set", "global.nats.url=nats://n:4222",
 			"--set", "global.nats.credentials.operator.credsSecret.name=op", "--set", "global.nats.credentials.operator.user=op",
 			"--set", "global.nats.credentials.operator.passwordSecret.name=op"}, "operator"},
@@ -96,6 +104,7 @@ func TestHelmLint(t *testing.T) {
 		gitOpsSecrets,
 		withScan(apiTLSNamed...), // helm lint has no --api-versions: the cert-manager case is a render case only
 		{"-f", "deploy/dev/values.yaml"},
+		clusterScannerArgs,
 	} {
 		if out, err := RunHelm(ctx, repoRoot, append([]string{"lint", "--strict", ChartDir}, args...)...); err != nil {
 			t.Errorf("helm lint %v: %v\n%s", args, err, out)
@@ -139,7 +148,8 @@ func TestValuesFile(t *testing.T) {
 // operator's generated files, copied by make generate.
 func TestGeneratedCopies(t *testing.T) {
 	for src, dst := range map[string]string{
-		"operator/config/crd/bases/crowsnest.dev_scanners.yaml": ChartDir + "/crds/crowsnest.dev_scanners.yaml",
+		"operator/config/crd/bases/crowsnest.dev_scanners.yaml":        ChartDir + "/crds/crowsnest.dev_scanners.yaml",
+		"operator/config/crd/bases/crowsnest.dev_clusterscanners.yaml": ChartDir + "/crds/crowsnest.dev_clusterscanners.yaml",
 		OperatorRole:       ChartDir + "/charts/operator/files/role.yaml",
 		LeaderElectionRole: ChartDir + "/charts/operator/files/leader_election_role.yaml",
 	} {

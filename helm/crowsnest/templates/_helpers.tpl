@@ -251,13 +251,20 @@ uploads only from Pods running as this one. Call with any context that has
 {{/*
 crowsnest.allowedServiceAccounts: the namespaces whose scan Pods results-api
 accepts uploads from in tokenreview mode: the scan ServiceAccount of every
-global.scan namespace, plus resultsApi.auth.extraAllowedServiceAccounts.
-Call with the results-api subchart's context.
+global.scan namespace, or, with global.clusterScanner, of every namespace
+(namespace "*": the ClusterScanner's namespaces are chosen by labels, and
+the Pod must still belong to a Crowsnest scan Job); plus
+resultsApi.auth.extraAllowedServiceAccounts. Call with the results-api
+subchart's context.
 */}}
 {{- define "crowsnest.allowedServiceAccounts" -}}
 {{- $sa := include "crowsnest.scanServiceAccount" . -}}
 {{- $out := list -}}
+{{- if .Values.global.clusterScanner.enabled -}}
+{{- $out = list (printf "*/%s" $sa) -}}
+{{- else -}}
 {{- range .Values.global.scan.namespaces }}{{ $out = append $out (printf "%s/%s" . $sa) }}{{ end -}}
+{{- end -}}
 {{- join "," (concat $out .Values.auth.extraAllowedServiceAccounts) -}}
 {{- end -}}
 
@@ -266,7 +273,7 @@ Call with the results-api subchart's context.
 {{- $mode := .Values.auth.mode -}}
 {{- if not $mode -}}{{- $mode = ternary "tokenreview" "static" (ne (include "crowsnest.allowedServiceAccounts" .) "") -}}{{- end -}}
 {{- if and (eq $mode "tokenreview") (eq (include "crowsnest.allowedServiceAccounts" .) "") -}}
-{{- fail "resultsApi.auth.mode=tokenreview needs global.scan.namespaces or resultsApi.auth.extraAllowedServiceAccounts" -}}
+{{- fail "resultsApi.auth.mode=tokenreview needs global.scan.namespaces, global.clusterScanner or resultsApi.auth.extraAllowedServiceAccounts" -}}
 {{- end -}}
 {{- $mode -}}
 {{- end -}}

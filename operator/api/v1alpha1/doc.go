@@ -1,6 +1,7 @@
 // Package v1alpha1 holds the Scanner API, group crowsnest.dev, version
 // v1alpha1: a namespaced object that asks the operator to scan the images of
-// every running Pod in its namespace with Grype.
+// every running Pod in its namespace with Grype, and the cluster-scoped
+// ClusterScanner, which generates a Scanner in every namespace it covers.
 //
 // +kubebuilder:object:generate=true
 // +groupName=crowsnest.dev

@@ -6,7 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// GroupVersion is the API group and version of the Scanner kind.
+// GroupVersion is the API group and version of the Scanner and
+// ClusterScanner kinds.
 var GroupVersion = schema.GroupVersion{Group: "crowsnest.dev", Version: "v1alpha1"}
 
 var (
@@ -17,7 +18,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Scanner{}, &ScannerList{})
+	s.AddKnownTypes(GroupVersion, &Scanner{}, &ScannerList{}, &ClusterScanner{}, &ClusterScannerList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

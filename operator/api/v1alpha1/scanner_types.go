@@ -56,9 +56,20 @@ type ScannerSpec struct {
 	// +optional
 	ScanTimeout *metav1.Duration `json:"scanTimeout,omitempty"`
 
-	// Resources of the Grype container of each scan Job.
+	// Resources of the Grype container of each scan Job. Each quantity set
+	// here replaces the operator's default for that resource (requests cpu
+	// 250m, memory 512Mi, ephemeral-storage sized to the scan's emptyDirs;
+	// limits memory 2Gi and ephemeral-storage); the others keep their
+	// defaults, and a default request above a limit set here is lowered to it.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// UploaderResources of the uploader container of each scan Job, merged
+	// with the defaults the same way as resources (requests cpu 10m, memory
+	// 32Mi, ephemeral-storage 16Mi; limits memory 128Mi, ephemeral-storage
+	// 64Mi).
+	// +optional
+	UploaderResources corev1.ResourceRequirements `json:"uploaderResources,omitempty"`
 
 	// GrypeImage overrides the operator's pinned Grype image: an image
 	// reference [registry[:port]/]repository[:tag][@sha256:<64 hex>].
@@ -131,6 +142,17 @@ const (
 	FailureDeadlineExceeded = "DeadlineExceeded"
 	FailureJob              = "JobFailed"     // the Job failed without a Pod to explain it, or was deleted before it finished
 	FailureReportMissing    = "ReportMissing" // the Job succeeded, but results-api has no current report for the digest
+	// FailurePodRejected: the Job could not create its Pod; the API server
+	// refused it (ResourceQuota, LimitRange, an admission webhook or
+	// policy), and the message is the API server's.
+	FailurePodRejected = "PodRejected"
+	// FailureScanPodConfig: the kubelet could not configure a scan container
+	// (CreateContainerConfigError), e.g. an image whose user breaks
+	// runAsNonRoot; the message is the kubelet's.
+	FailureScanPodConfig = "ScanPodConfigError"
+	// FailurePullSecretInvalid: one of the scanned Pods' imagePullSecrets is
+	// not a valid Docker config; the scan Pod's docker-config step names it.
+	FailurePullSecretInvalid = "PullSecretInvalid"
 )
 
 // MaxRecentFailures bounds status.recentFailures.

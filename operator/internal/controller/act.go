@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -51,6 +52,9 @@ func (r *ScannerReconciler) act(ctx context.Context, s *crowsnestv1alpha1.Scanne
 		ta, tb := jobs[a].job.CreationTimestamp, jobs[b].job.CreationTimestamp
 		return ta.Before(&tb) || (ta.Equal(&tb) && jobs[a].job.Name < jobs[b].job.Name)
 	})
+	if err := r.endStuckJobs(ctx, s, jobs, p); err != nil {
+		return nil, err
+	}
 	for _, j := range jobs {
 		if err := r.recordOutcome(ctx, s, j); err != nil {
 			return nil, err
@@ -70,6 +74,7 @@ func (r *ScannerReconciler) act(ctx context.Context, s *crowsnestv1alpha1.Scanne
 			return nil, err
 		}
 	}
+	r.admit(ctx, client.ObjectKeyFromObject(s), p)
 	created := p.create[:0]
 	for _, req := range p.create {
 		job, err := r.createJob(ctx, s, req)
@@ -218,6 +223,15 @@ func (r *ScannerReconciler) removeJob(ctx context.Context, j *scanJob) error {
 // name is still taken (the old Job is being deleted, or its job.done is not
 // delivered yet: the undelivered event makes the reconcile run again).
 func (r *ScannerReconciler) createJob(ctx context.Context, s *crowsnestv1alpha1.Scanner, req scanRequest) (*batchv1.Job, error) {
+	// admit claimed the digest for this Scanner; the claim is released
+	// unless the Job is created.
+	owner := client.ObjectKeyFromObject(s)
+	created := false
+	defer func() {
+		if !created {
+			r.cluster.release(req.digest, owner)
+		}
+	}()
 	if req.replace != nil {
 		if !r.delivered(req.replace) {
 			return nil, nil
@@ -226,9 +240,16 @@ func (r *ScannerReconciler) createJob(ctx context.Context, s *crowsnestv1alpha1.
 			return nil, err
 		}
 	}
+	if other, err := r.runningElsewhere(ctx, s, req.digest); err != nil || other != "" {
+		if other != "" {
+			log.FromContext(ctx).V(1).Info("digest is being scanned by another scanner's job", "digest", req.digest, "job", other)
+		}
+		return nil, err
+	}
 	job := scanjob.Build(scanjob.Params{
 		Scanner: s, Digest: req.digest, Image: req.target.Image.Ref(), PullSecrets: req.target.PullSecrets,
-		Attempt: req.attempt, Reason: string(req.reason),
+		Platform: r.platforms.of(ctx, req.target.Node),
+		Attempt:  req.attempt, Reason: string(req.reason),
 		GrypeImage: r.Options.GrypeImage, UploaderImage: r.Options.UploaderImage, APIURL: r.Options.UploaderAPIURL,
 		ServiceAccount: r.Options.ServiceAccount, TTL: r.Options.JobTTL,
 	})
@@ -241,8 +262,87 @@ func (r *ScannerReconciler) createJob(ctx context.Context, s *crowsnestv1alpha1.
 		}
 		return nil, fmt.Errorf("create scan job %s for %s: %w", job.Name, req.digest, err)
 	}
+	created = true
 	jobsCreated.Inc()
 	r.Recorder.Eventf(s, job, corev1.EventTypeNormal, EventJobCreated, "Scan", "created Job %s to scan %s (%s, attempt %d)", job.Name, req.target.Image.Ref(), req.reason, req.attempt)
 	log.FromContext(ctx).Info("scan job created", "job", job.Name, "digest", req.digest, "image", req.target.Image.Ref(), "reason", req.reason)
 	return job, nil
+}
+
+// admit applies the cluster-wide limits to the plan's new Jobs: the
+// cluster-wide rate of rescans, then the cluster-wide concurrency cap. What
+// does not fit waits: a rescan until the rate allows it (a timed requeue),
+// anything else until a slot frees (the cluster wakes this Scanner then).
+func (r *ScannerReconciler) admit(ctx context.Context, owner types.NamespacedName, p *plan) {
+	keep := make([]scanRequest, 0, len(p.create))
+	var waiting []scanRequest
+	for _, req := range p.create {
+		if req.reason == eventsv1.NeedRescan {
+			if d := r.cluster.rescanDelay(); d > 0 {
+				waiting = append(waiting, req)
+				if p.requeueAfter == 0 || d < p.requeueAfter {
+					p.requeueAfter = d
+				}
+				continue
+			}
+		}
+		keep = append(keep, req)
+	}
+	want := make([]claimRequest, len(keep))
+	for i, req := range keep {
+		want[i] = claimRequest{digest: req.digest, job: types.NamespacedName{Namespace: owner.Namespace, Name: scanjob.JobName(owner.Name, req.digest)}}
+	}
+	admitted := map[string]bool{}
+	for _, d := range r.cluster.admit(owner, want, func() map[string]types.NamespacedName { return r.runningJobs(ctx) }) {
+		admitted[d] = true
+	}
+	p.create = make([]scanRequest, 0, len(admitted))
+	for _, req := range keep {
+		if admitted[req.digest] {
+			p.create = append(p.create, req)
+		} else {
+			waiting = append(waiting, req)
+		}
+	}
+	for _, req := range waiting {
+		p.unplan(req)
+	}
+}
+
+// runningElsewhere returns the name of another Scanner's running Job for
+// digest, read from the cache after this Scanner claimed the digest: a Job
+// whose claim was released before the claim was taken is in the cache.
+func (r *ScannerReconciler) runningElsewhere(ctx context.Context, s *crowsnestv1alpha1.Scanner, digest string) (string, error) {
+	var list batchv1.JobList
+	if err := r.List(ctx, &list, client.MatchingLabels{scanjob.LabelDigestHash: scanjob.DigestHash(digest)}, client.UnsafeDisableDeepCopy); err != nil {
+		return "", fmt.Errorf("list scan jobs of %s: %w", digest, err)
+	}
+	for i := range list.Items {
+		job := &list.Items[i]
+		if job.Annotations[scanjob.AnnotationDigest] != digest || (job.Namespace == s.Namespace && job.Labels[scanjob.LabelScanner] == s.Name) {
+			continue
+		}
+		if readJob(job).result.phase == jobActive {
+			return job.Namespace + "/" + job.Name, nil
+		}
+	}
+	return "", nil
+}
+
+// runningJobs maps the digest of every running scan Job in the cache to the
+// Scanner it runs for. The cluster calls it under its lock, so that no claim
+// is released between this read and the decision it feeds.
+func (r *ScannerReconciler) runningJobs(ctx context.Context) map[string]types.NamespacedName {
+	var list batchv1.JobList
+	running := map[string]types.NamespacedName{}
+	if err := r.List(ctx, &list, client.HasLabels{scanjob.LabelDigestHash}, client.UnsafeDisableDeepCopy); err != nil {
+		return running // the cache does not fail a list of a cached kind
+	}
+	for i := range list.Items {
+		job := &list.Items[i]
+		if readJob(job).result.phase == jobActive {
+			running[job.Annotations[scanjob.AnnotationDigest]] = types.NamespacedName{Namespace: job.Namespace, Name: job.Labels[scanjob.LabelScanner]}
+		}
+	}
+	return running
 }

@@ -9,14 +9,17 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/podcache"
 )
 
 // deletedReports turns "a report was deleted in results-api" into reconciles
-// of every Scanner, so a deleted digest that is still running is scanned again
+// of the Scanners of the namespaces that run the digest (the pod cache's
+// digest index), so a deleted digest that is still running is scanned again
 // without waiting for an unrelated change. Setup adds it to the manager as a
 // Runnable and watches Events().
 type deletedReports struct {
 	client client.Reader
+	pods   *podcache.Cache
 	forget func(digest string) // drops the digest's cached lookup answer
 	source ReportDeletions     // consumed while Start runs
 
@@ -25,13 +28,14 @@ type deletedReports struct {
 }
 
 // newDeletedReports makes a bounded queue of the digests source delivers.
-func newDeletedReports(c client.Reader, forget func(string), source ReportDeletions) *deletedReports {
-	return &deletedReports{client: c, forget: forget, source: source, digests: make(chan string, 256), events: make(chan event.GenericEvent, 64)}
+func newDeletedReports(c client.Reader, pods *podcache.Cache, forget func(string), source ReportDeletions) *deletedReports {
+	return &deletedReports{client: c, pods: pods, forget: forget, source: source, digests: make(chan string, 256), events: make(chan event.GenericEvent, 64)}
 }
 
 // deleted queues a digest without blocking; when the queue is full the digest
-// is dropped, which is safe because one queued reconcile of every Scanner
-// covers every deleted digest (forget is still applied).
+// is dropped (forget is still applied); the digest is then rescanned when
+// its report's absence is next looked up, at the latest on the Scanner's
+// next reconcile.
 func (d *deletedReports) deleted(digest string) {
 	d.forget(digest)
 	select {
@@ -59,17 +63,23 @@ func (d *deletedReports) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case digest := <-d.digests:
-			var list crowsnestv1alpha1.ScannerList
-			if err := d.client.List(ctx, &list); err != nil {
-				log.Error(err, "list scanners after report deletion", "digest", digest)
-				continue
+			namespaces := map[string]bool{}
+			for _, p := range d.pods.Running(digest) {
+				namespaces[p.Namespace] = true
 			}
-			log.V(1).Info("report deleted; reconciling scanners", "digest", digest, "scanners", len(list.Items))
-			for i := range list.Items {
-				select {
-				case d.events <- event.GenericEvent{Object: &list.Items[i]}:
-				case <-ctx.Done():
-					return nil
+			for _, ns := range sortedKeys(namespaces) {
+				var list crowsnestv1alpha1.ScannerList
+				if err := d.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+					log.Error(err, "list scanners after report deletion", "digest", digest, "namespace", ns)
+					continue
+				}
+				log.V(1).Info("report deleted; reconciling scanners", "digest", digest, "namespace", ns, "scanners", len(list.Items))
+				for i := range list.Items {
+					select {
+					case d.events <- event.GenericEvent{Object: &list.Items[i]}:
+					case <-ctx.Done():
+						return nil
+					}
 				}
 			}
 		}

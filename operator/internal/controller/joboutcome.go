@@ -9,6 +9,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/api/scan"
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
 )
 
 // jobPhase is where a scan Job stands.
@@ -73,8 +74,8 @@ func classifyPods(pods []corev1.Pod) (reason, message string) {
 		return "", ""
 	}
 	for _, cs := range append(append([]corev1.ContainerStatus{}, newest.Status.InitContainerStatuses...), newest.Status.ContainerStatuses...) {
-		if w := cs.State.Waiting; w != nil && isPullFailure(w.Reason) {
-			return crowsnestv1alpha1.FailureScannerImagePull, cs.Name + ": " + w.Reason + ": " + w.Message
+		if w := cs.State.Waiting; w != nil && waitingFailures[w.Reason] != "" {
+			return waitingFailures[w.Reason], cs.Name + ": " + w.Reason + ": " + w.Message
 		}
 		t := cs.State.Terminated
 		if t == nil || (t.ExitCode == 0 && t.Reason != "OOMKilled") {
@@ -84,7 +85,10 @@ func classifyPods(pods []corev1.Pod) (reason, message string) {
 		if t.Reason == "OOMKilled" {
 			return crowsnestv1alpha1.FailureOOMKilled, cs.Name + " was killed for using too much memory; raise spec.resources.limits.memory"
 		}
-		if cs.Name == "grype" {
+		if cs.Name == scanjob.ContainerDockerConfig {
+			return crowsnestv1alpha1.FailurePullSecretInvalid, msg
+		}
+		if cs.Name == scanjob.ContainerGrype {
 			if isRegistryFailure(msg) {
 				return crowsnestv1alpha1.FailureImagePull, msg
 			}
@@ -105,12 +109,19 @@ func classifyPods(pods []corev1.Pod) (reason, message string) {
 	return "", ""
 }
 
-func isPullFailure(reason string) bool {
-	switch reason {
-	case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
-		return true
-	}
-	return false
+// waitingFailures are the waiting reasons of a scan Pod's containers that
+// do not get better on their own, and the failure each amounts to. A pull
+// failure is always one of the scan Pod's own images (Grype, uploader,
+// docker-config): the kubelet never pulls the scanned image, Grype fetches
+// it over the registry API ("registry:" in scanjob.Build), and its failure
+// to do so ends Grype with a message isRegistryFailure reads as
+// ImagePullFailed.
+var waitingFailures = map[string]string{
+	"ErrImagePull":               crowsnestv1alpha1.FailureScannerImagePull,
+	"ImagePullBackOff":           crowsnestv1alpha1.FailureScannerImagePull,
+	"InvalidImageName":           crowsnestv1alpha1.FailureScannerImagePull,
+	"ErrImageNeverPull":          crowsnestv1alpha1.FailureScannerImagePull,
+	"CreateContainerConfigError": crowsnestv1alpha1.FailureScanPodConfig,
 }
 
 // isRegistryFailure spots Grype failing to fetch the scanned image, from the

@@ -60,6 +60,10 @@ func TestJobOutcome(t *testing.T) {
 		{"uploader 6", finishedJob(batchv1.JobFailed, "BackoffLimitExceeded"), []corev1.Pod{scanPod(ok, exited(6, "Error", "token"))}, jobFailed, crowsnestv1alpha1.FailureTokenInvalid},
 		{"uploader 2", finishedJob(batchv1.JobFailed, "BackoffLimitExceeded"), []corev1.Pod{scanPod(ok, exited(2, "Error", "usage"))}, jobFailed, crowsnestv1alpha1.FailureUploader},
 		{"uploader oom", finishedJob(batchv1.JobFailed, "BackoffLimitExceeded"), []corev1.Pod{scanPod(ok, exited(137, "OOMKilled", ""))}, jobFailed, crowsnestv1alpha1.FailureOOMKilled},
+		{"pull secret invalid", finishedJob(batchv1.JobFailed, "BackoffLimitExceeded"), []corev1.Pod{{Status: corev1.PodStatus{
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "docker-config", State: exited(1, "Error", "z/.dockercfg: not a dockercfg registry map")}},
+		}}}, jobFailed, crowsnestv1alpha1.FailurePullSecretInvalid},
+		{"container config", finishedJob(batchv1.JobFailed, "BackoffLimitExceeded"), []corev1.Pod{scanPod(waiting("CreateContainerConfigError"), waiting("PodInitializing"))}, jobFailed, crowsnestv1alpha1.FailureScanPodConfig},
 		{"no pod", finishedJob(batchv1.JobFailed, "BackoffLimitExceeded"), nil, jobFailed, crowsnestv1alpha1.FailureJob},
 		{"deleted while running", &batchv1.Job{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: ptr.To(metav1.NewTime(t0))}}, nil, jobFailed, crowsnestv1alpha1.FailureJob},
 		{"deleted after it finished", deleting(finishedJob(batchv1.JobComplete, "")), nil, jobSucceeded, ""},

@@ -3,6 +3,9 @@ package controller
 import (
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/operator/internal/discovery"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
+
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 )
@@ -15,6 +18,7 @@ type need struct {
 	image     bool                           // a running image; false for a Job whose digest no longer runs
 	scanned   bool                           // has a fresh report
 	active    bool                           // its scan Job is running
+	elsewhere bool                           // that Job, or its failed one, is another Scanner's
 	queued    bool                           // waits for its finished Job to go before it is scanned again
 	failure   *crowsnestv1alpha1.ScanFailure // its last scan failed, or it cannot be scanned
 	scan      *scanRequest                   // wants a Job now, if a slot is free
@@ -47,14 +51,18 @@ func classify(o observed) []need {
 		if found {
 			n.scannedAt = scannedAt
 		}
-		due, why := needsScan(scannedAt, found, o.now, o.rescanInterval)
+		interval := o.interval(digest)
+		due, why := needsScan(scannedAt, found, o.now, interval)
 		if lookupOK && !due {
 			n.scanned = true
-			if o.rescanInterval > 0 {
-				n.wakeIn = scannedAt.Add(o.rescanInterval).Sub(o.now)
+			if interval > 0 {
+				n.wakeIn = scannedAt.Add(interval).Sub(o.now)
 			}
 		}
+		e := o.elsewhere[digest]
 		switch j := o.jobs[digest]; {
+		case j == nil && o.claimed[digest]:
+			n.active = true // created a moment ago
 		case j != nil && j.result.phase == jobActive:
 			n.active = true
 		case j != nil && j.result.phase == jobFailed && lookupOK && due:
@@ -76,8 +84,14 @@ func classify(o observed) []need {
 				n.retire = j
 				n.queued = due // the report was deleted since: scan again once the Job is gone
 			}
+		case e != nil:
+			elsewhere(&n, e, o, t, lookupOK && due)
 		case lookupOK && due:
 			n.scan = &scanRequest{digest: digest, target: t, attempt: 1, reason: why}
+		}
+		if n.scan != nil && e != nil && e.result.phase == jobActive {
+			// One Job per digest in the cluster: another Scanner's runs.
+			n.scan, n.failure, n.active, n.elsewhere = nil, nil, true, true
 		}
 		needs = append(needs, n)
 	}
@@ -101,4 +115,41 @@ func classify(o observed) []need {
 		}
 	}
 	return needs
+}
+
+// elsewhere is what a digest needs that this Scanner has no Job for while
+// another Scanner has (e): that Job speaks for it. A running one is
+// "scanning" here too; a failed one is retried by its Scanner, after its
+// backoff, unless the image could not be pulled from that namespace: then
+// this namespace, whose Pods' pull secrets may differ, tries at once.
+func elsewhere(n *need, e *scanJob, o observed, t *discovery.Target, due bool) {
+	n.elsewhere = true
+	switch e.result.phase {
+	case jobActive:
+		n.active = true
+	case jobFailed:
+		if e.job != nil && e.job.Annotations[scanjob.AnnotationOutcome] == "" {
+			// Its Scanner has not recorded why yet; that record (a watched
+			// change) says whether this namespace should try.
+			n.active = true
+			return
+		}
+		if !due {
+			return
+		}
+		if e.result.reason == crowsnestv1alpha1.FailureImagePull && e.job != nil && e.job.Namespace != o.namespace {
+			n.elsewhere = false
+			n.scan = &scanRequest{digest: n.digest, target: t, attempt: e.attempt + 1, reason: eventsv1.NeedRetry}
+			return
+		}
+		next := e.result.finishedAt.Add(o.backoff.delay(e.attempt))
+		n.failure = failure(e, &next)
+	default:
+		n.queued = due // its Scanner retires it, and the report says the rest
+	}
+}
+
+// interval is digest's rescan interval, jittered.
+func (o observed) interval(digest string) time.Duration {
+	return jittered(o.rescanInterval, digest, o.jitter)
 }

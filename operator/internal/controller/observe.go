@@ -30,16 +30,27 @@ type observation struct {
 
 func (r *ScannerReconciler) observe(ctx context.Context, s *crowsnestv1alpha1.Scanner) (observation, error) {
 	now := r.Now()
-	var pods corev1.PodList
-	// The cached Pods are only read: skipping the deep copy of every Pod
-	// is most of a reconcile's cost with thousands of Pods.
-	if err := r.List(ctx, &pods, client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return observation{}, fmt.Errorf("list pods: %w", err)
-	}
-	inv := discovery.Collect(pods.Items, s.Spec.EffectiveIgnoreLabel())
-	jobs, foreign, err := r.observeJobs(ctx, s)
+	// The cache's Pods are read in place, never copied: at 100,000 Pods a
+	// copy per reconcile was most of the operator's garbage.
+	inv := discovery.Collect(r.pods.InNamespace(s.Namespace), s.Spec.EffectiveIgnoreLabel())
+	jobs, elsewhere, foreign, err := r.observeJobs(ctx, s)
 	if err != nil {
 		return observation{}, err
+	}
+	owner := client.ObjectKeyFromObject(s)
+	claimed := map[string]bool{}
+	for d := range inv.Targets {
+		switch {
+		case jobs[d] != nil:
+			r.cluster.release(d, owner) // the cache shows its Job now
+		case elsewhere[d] != nil && elsewhere[d].result.phase == jobActive:
+		case r.cluster.claimedElsewhere(d, owner):
+			// Another Scanner just created its Job; the cache does not
+			// show it yet.
+			elsewhere[d] = &scanJob{digest: d, result: jobResult{phase: jobActive}}
+		case r.cluster.claimed(d, owner):
+			claimed[d] = true
+		}
 	}
 	want := make(map[string]time.Time, len(inv.Targets))
 	for d := range inv.Targets {
@@ -55,10 +66,10 @@ func (r *ScannerReconciler) observe(ctx context.Context, s *crowsnestv1alpha1.Sc
 		}
 	}
 	obs := observation{foreign: foreign, observed: observed{
-		now: now, inventory: inv, jobs: jobs,
-		rescanInterval: s.Spec.EffectiveRescanInterval(),
-		maxConcurrent:  s.Spec.EffectiveMaxConcurrentScans(),
-		backoff:        backoff{base: r.Options.RetryBase, max: r.Options.RetryMax},
+		now: now, namespace: s.Namespace, inventory: inv, jobs: jobs, elsewhere: elsewhere, claimed: claimed,
+		rescanInterval: s.Spec.EffectiveRescanInterval(), jitter: r.Options.RescanJitter,
+		maxConcurrent: s.Spec.EffectiveMaxConcurrentScans(),
+		backoff:       backoff{base: r.Options.RetryBase, max: r.Options.RetryMax},
 	}}
 	obs.reports = map[string]time.Time{}
 	if len(want) > 0 {
@@ -73,46 +84,71 @@ func (r *ScannerReconciler) observe(ctx context.Context, s *crowsnestv1alpha1.Sc
 	return obs, nil
 }
 
-// observeJobs lists the Scanner's Jobs, those being deleted included: a
-// Job's finalizer keeps it until its outcome is recorded and delivered and
-// it is replaced or retired. A recorded outcome wins over the Job's
-// conditions, so a decision once recorded (ReportMissing on a Job that
-// succeeded, say) holds.
-func (r *ScannerReconciler) observeJobs(ctx context.Context, s *crowsnestv1alpha1.Scanner) (map[string]*scanJob, []*batchv1.Job, error) {
+// observeJobs reads the scan Jobs from the cache: the Scanner's own (those
+// being deleted included: a Job's finalizer keeps it until its outcome is
+// recorded and delivered and it is replaced or retired), the Jobs other
+// Scanners run for the same digests (elsewhere). A recorded outcome wins over the
+// Job's conditions, so a decision once recorded (ReportMissing on a Job that
+// succeeded, say) holds. Jobs created a moment ago that the cache does not
+// show yet are the cluster's claims.
+func (r *ScannerReconciler) observeJobs(ctx context.Context, s *crowsnestv1alpha1.Scanner) (jobs, elsewhere map[string]*scanJob, foreign []*batchv1.Job, err error) {
 	var list batchv1.JobList
-	if err := r.APIReader.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingLabels(scanjob.SelectorLabels(s.Name))); err != nil {
-		return nil, nil, fmt.Errorf("list scan jobs: %w", err)
+	if err := r.List(ctx, &list, client.HasLabels{scanjob.LabelDigestHash}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, nil, nil, fmt.Errorf("list scan jobs: %w", err)
 	}
-	jobs := make(map[string]*scanJob, len(list.Items))
-	var foreign []*batchv1.Job
+	jobs, elsewhere = map[string]*scanJob{}, map[string]*scanJob{}
 	for i := range list.Items {
 		job := &list.Items[i]
-		if owner := metav1.GetControllerOf(job); owner == nil || owner.UID != s.UID {
-			foreign = append(foreign, job)
-			continue
-		}
 		digest := job.Annotations[scanjob.AnnotationDigest]
-		if discovery.ValidDigest(digest) != nil || jobs[digest] != nil {
+		if discovery.ValidDigest(digest) != nil {
 			continue
 		}
-		attempt, _ := strconv.Atoi(job.Annotations[scanjob.AnnotationAttempt])
-		j := &scanJob{job: job, digest: digest, image: job.Annotations[scanjob.AnnotationImage], attempt: max(attempt, 1),
-			reason: job.Annotations[scanjob.AnnotationReason], result: jobOutcome(job, nil)}
-		recorded := job.Annotations[scanjob.AnnotationFailure]
+		mine := job.Namespace == s.Namespace && job.Labels[scanjob.LabelScanner] == s.Name
+		if mine {
+			if owner := metav1.GetControllerOf(job); owner == nil || owner.UID != s.UID {
+				foreign = append(foreign, job.DeepCopy())
+				continue
+			}
+		}
+		j := readJob(job)
 		switch {
-		case j.result.phase != jobActive && job.Annotations[scanjob.AnnotationOutcome] == string(eventsv1.OutcomeFailed) && recorded != "":
-			j.result.phase = jobFailed
-			j.result.reason, j.result.message, _ = strings.Cut(recorded, ": ")
-		case j.result.phase == jobFailed:
+		case !mine:
+			// Another Scanner's: the oldest Job of a digest speaks for it,
+			// and an active one wins over a finished one.
+			if e := elsewhere[digest]; e == nil || (e.result.phase != jobActive && j.result.phase == jobActive) {
+				elsewhere[digest] = j
+			}
+			continue
+		case jobs[digest] != nil:
+			continue
+		}
+		// The cache's objects are shared: the Job is copied before the
+		// reconcile annotates it.
+		j.job = job.DeepCopy()
+		if j.result.phase == jobFailed && job.Annotations[scanjob.AnnotationFailure] == "" {
 			var pods corev1.PodList
 			if err := r.List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}, client.UnsafeDisableDeepCopy); err != nil {
-				return nil, nil, fmt.Errorf("list pods of job %s: %w", job.Name, err)
+				return nil, nil, nil, fmt.Errorf("list pods of job %s: %w", job.Name, err)
 			}
 			j.result = jobOutcome(job, pods.Items)
 		}
 		jobs[digest] = j
 	}
-	return jobs, foreign, nil
+	return jobs, elsewhere, foreign, nil
+}
+
+// readJob reads a scan Job's digest, attempt and outcome; a failure recorded
+// on the Job wins over its conditions.
+func readJob(job *batchv1.Job) *scanJob {
+	attempt, _ := strconv.Atoi(job.Annotations[scanjob.AnnotationAttempt])
+	j := &scanJob{job: job, digest: job.Annotations[scanjob.AnnotationDigest], image: job.Annotations[scanjob.AnnotationImage], attempt: max(attempt, 1),
+		reason: job.Annotations[scanjob.AnnotationReason], result: jobOutcome(job, nil)}
+	if recorded := job.Annotations[scanjob.AnnotationFailure]; j.result.phase != jobActive &&
+		job.Annotations[scanjob.AnnotationOutcome] == string(eventsv1.OutcomeFailed) && recorded != "" {
+		j.result.phase = jobFailed
+		j.result.reason, j.result.message, _ = strings.Cut(recorded, ": ")
+	}
+	return j
 }
 
 // settleSucceeded decides what each succeeded Job whose outcome is not yet
@@ -132,7 +168,7 @@ func settleSucceeded(o observed) {
 			continue
 		}
 		scannedAt, found := o.reports[digest]
-		if due, _ := needsScan(scannedAt, found, o.now, o.rescanInterval); due {
+		if due, _ := needsScan(scannedAt, found, o.now, o.interval(digest)); due {
 			j.result = jobResult{phase: jobFailed, finishedAt: j.result.finishedAt, reason: crowsnestv1alpha1.FailureReportMissing,
 				message: "the scan Job succeeded, but results-api has no current report for the digest: check the operator's --uploader-api-url (the URL scan Pods upload to) and the results-api logs"}
 		}

@@ -28,10 +28,14 @@ type scanJob struct {
 // observed is everything a decision depends on.
 type observed struct {
 	now            time.Time
+	namespace      string // the Scanner's
 	inventory      discovery.Inventory
 	jobs           map[string]*scanJob  // by digest
+	elsewhere      map[string]*scanJob  // by digest: another Scanner's Job for it (its active one, else its oldest)
+	claimed        map[string]bool      // digests whose Job this Scanner created and the cache does not show yet
 	reports        map[string]time.Time // scannedAt by digest; nil when the lookup failed
 	rescanInterval time.Duration
+	jitter         float64 // spread rescans: each digest's interval moves by up to ±jitter of it
 	maxConcurrent  int
 	backoff        backoff
 }
@@ -67,7 +71,7 @@ func decide(o observed) plan {
 	needs := classify(o)
 	running := 0
 	for _, n := range needs {
-		if n.active {
+		if n.active && !n.elsewhere {
 			running++
 		}
 	}
@@ -130,6 +134,17 @@ func allocate(needs []need, slots int) plan {
 	}
 	p.boundFailures()
 	return p
+}
+
+// unplan takes back a planned Job that may not start yet: it waits
+// (queued), or a retry stays failed.
+func (p *plan) unplan(req scanRequest) {
+	p.scanning--
+	if req.reason == eventsv1.NeedRetry && req.failure != nil {
+		p.keepFailed(*req.failure)
+		return
+	}
+	p.queued++
 }
 
 // keepFailed counts a retry that could not start after all as failed again.

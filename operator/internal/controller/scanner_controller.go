@@ -18,6 +18,7 @@ import (
 
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/bus"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/podcache"
 )
 
 // Lookup answers which digests have a report (resultsclient.Client).
@@ -39,6 +40,17 @@ type Options struct {
 	LookupRetry    time.Duration // first wait after a failed lookup; doubles to 5m
 	PublishRetry   time.Duration // wait before retrying undelivered events
 	Workers        int           // Scanners reconciled in parallel
+	StuckGrace     time.Duration // how long a scan Pod may wait on an image pull or container config, or a Job without Pods, before it is ended (stuck.go); 0 disables
+	// MaxConcurrentScans caps the scan Jobs running at once in the whole
+	// cluster, on top of each Scanner's cap; 0 is no cluster-wide cap.
+	MaxConcurrentScans int
+	// RescanJitter spreads rescans: each digest's rescan interval moves by
+	// up to ±RescanJitter of it (0.1: ±10%), the same for a digest every
+	// time.
+	RescanJitter float64
+	// RescansPerMinute caps how many rescans start per minute in the whole
+	// cluster; 0 is no cap.
+	RescansPerMinute int
 	// WatchNamespaces are the only namespaces whose Scanners are served
 	// and where scan Jobs are created; empty is every namespace. The
 	// manager's cache must be restricted to the same (CacheOptions).
@@ -57,8 +69,18 @@ type ScannerReconciler struct {
 	Options   Options
 	Now       func() time.Time
 
+	// pods are the workload Pods, read in place.
+	pods *podcache.Cache
+	// platforms are the nodes' os/arch.
+	platforms platforms
 	// rescans are extra reconcile triggers (deletedReports.Events).
 	rescans <-chan event.GenericEvent
+	// cluster is the cluster-wide state every Scanner's reconcile shares:
+	// claims on digests, the cluster-wide cap, the rescan rate.
+	cluster *cluster
+	// wakeups carries the reconciles of Scanners the cluster gives a free
+	// slot to.
+	wakeups chan event.GenericEvent
 
 	mu             sync.Mutex
 	lookupFailures map[types.NamespacedName]int
@@ -82,6 +104,7 @@ func (r *ScannerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		if apierrors.IsNotFound(err) {
 			r.lookupFailed(req.NamespacedName, false)
 			r.stall(req.NamespacedName, nil, "")
+			r.cluster.forget(req.NamespacedName)
 			deleteGauges(req.Namespace, req.Name)
 			// Its Jobs go with it through owner references, once their
 			// finalizers are off.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -27,6 +28,7 @@ import (
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/bus"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/discovery"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/podcache"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
 )
 
@@ -47,7 +49,11 @@ func CacheOptions(namespaces ...string) cache.Options {
 		DefaultNamespaces: byNamespace,
 		DefaultTransform:  cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Transform: discovery.TransformPod},
+			// Only the scan Pods: workload Pods are in the compact podcache.
+			&corev1.Pod{}: {
+				Label:     labels.SelectorFromSet(labels.Set{discovery.ManagedByLabel: discovery.ManagedByValue}),
+				Transform: discovery.TransformPod,
+			},
 			&batchv1.Job{}: {
 				Label:     labels.SelectorFromSet(labels.Set{scanjob.LabelManagedBy: scanjob.ManagedBy}),
 				Transform: cache.TransformStripManagedFields(),
@@ -97,9 +103,17 @@ func Setup(mgr ctrl.Manager, deps Deps) error {
 	if deps.Lookup == nil {
 		return errors.New("set up scanner controller: no results-api lookup")
 	}
+	pods, err := podcache.New(mgr.GetConfig(), deps.Options.WatchNamespaces)
+	if err != nil {
+		return fmt.Errorf("set up scanner controller: %w", err)
+	}
+	if err := mgr.Add(pods); err != nil {
+		return fmt.Errorf("add pod cache: %w", err)
+	}
 	r := newReconciler(mgr, deps)
+	r.pods = pods
 	if deps.Deletions != nil {
-		deleted := newDeletedReports(mgr.GetClient(), deps.Lookup.Forget, deps.Deletions)
+		deleted := newDeletedReports(mgr.GetClient(), pods, deps.Lookup.Forget, deps.Deletions)
 		if err := mgr.Add(deleted); err != nil {
 			return fmt.Errorf("add deleted-reports runnable: %w", err)
 		}
@@ -123,50 +137,93 @@ func newReconciler(mgr ctrl.Manager, deps Deps) *ScannerReconciler {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
+	r.platforms = platforms{reader: mgr.GetAPIReader(), now: r.Now}
+	r.wakeups = make(chan event.GenericEvent, 1024)
+	r.cluster = newCluster(r.Now, deps.Options.MaxConcurrentScans, deps.Options.RescansPerMinute, r.wake)
 	return r
 }
 
+// wake enqueues a Scanner the cluster gave a free slot to. It never blocks:
+// a wake-up that does not fit is given again by the next reconcile that
+// consults the cluster.
+func (r *ScannerReconciler) wake(key types.NamespacedName) {
+	s := &crowsnestv1alpha1.Scanner{}
+	s.Namespace, s.Name = key.Namespace, key.Name
+	select {
+	case r.wakeups <- event.GenericEvent{Object: s}:
+	default:
+	}
+}
+
 // setupWithManager watches Scanners (spec and requested-at changes), their
-// Jobs (status changes) and Pods (image, label and phase changes) and maps
-// each Pod to the Scanners of its namespace.
+// Jobs (status changes) and workload Pods (image, label, phase and node
+// changes, from the pod cache), each Pod mapped to the Scanners of its
+// namespace. The scan Pods' own progress shows in their Jobs' status.
 func (r *ScannerReconciler) setupWithManager(mgr ctrl.Manager, workers int) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&crowsnestv1alpha1.Scanner{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, requestedAtChanged))).
 		Owns(&batchv1.Job{}, builder.WithPredicates(jobChanged)).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.scannersForPod), builder.WithPredicates(podChanged))
+		WatchesRawSource(podSource{pods: r.pods, scanners: r.Client}).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.scannersOfDigest), builder.WithPredicates(predicate.Or[client.Object](jobChanged, outcomeRecorded)))
 	if r.rescans != nil {
 		b = b.WatchesRawSource(source.Channel(r.rescans, &handler.EnqueueRequestForObject{}))
 	}
+	b = b.WatchesRawSource(source.Channel(r.wakeups, &handler.EnqueueRequestForObject{}))
 	return b.WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
 		Named("scanner").
 		Complete(r)
 }
 
-func (r *ScannerReconciler) scannersForPod(ctx context.Context, obj client.Object) []reconcile.Request {
-	var list crowsnestv1alpha1.ScannerList
-	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+// scannersOfDigest maps a scan Job to the Scanners of every namespace that
+// runs its digest: one Job speaks for the digest in the whole cluster, so
+// when it starts, ends or goes, every Scanner that sees the digest decides
+// again (counts it as scanning, takes over a retry, or scans it once it is
+// gone). Its own Scanner hears of it through the owner reference.
+func (r *ScannerReconciler) scannersOfDigest(ctx context.Context, obj client.Object) []reconcile.Request {
+	digest := obj.GetAnnotations()[scanjob.AnnotationDigest]
+	if digest == "" {
 		return nil
 	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, s := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
+	seen := map[string]bool{}
+	var reqs []reconcile.Request
+	for _, p := range r.pods.Running(digest) {
+		if seen[p.Namespace] {
+			continue
+		}
+		seen[p.Namespace] = true
+		var list crowsnestv1alpha1.ScannerList
+		if err := r.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
+			continue
+		}
+		for _, s := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
+		}
 	}
 	return reqs
 }
 
-// podChanged passes creations, deletions and updates that change what the
-// reconciler reads (labels, phase, container statuses after the transform).
-var podChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*corev1.Pod)
-		n, ok2 := e.ObjectNew.(*corev1.Pod)
-		if !ok1 || !ok2 {
-			return true
-		}
-		return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || !equality.Semantic.DeepEqual(o.Status, n.Status) ||
-			!equality.Semantic.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp)
-	},
+// podSource turns the pod cache's changes into reconciles of the Scanners
+// of the Pod's namespace.
+type podSource struct {
+	pods     *podcache.Cache
+	scanners client.Reader
 }
+
+func (s podSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	return s.pods.OnChange(func(namespace string) {
+		var list crowsnestv1alpha1.ScannerList
+		if err := s.scanners.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+			return
+		}
+		for _, sc := range list.Items {
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}})
+		}
+	})
+}
+
+func (s podSource) WaitForSync(ctx context.Context) error { return s.pods.WaitForSync(ctx) }
+
+func (s podSource) String() string { return "workload pods" }
 
 // requestedAtChanged passes Scanner updates that set or change the
 // crowsnest.dev/requested-at annotation; other metadata and status updates
@@ -178,6 +235,17 @@ var requestedAtChanged = predicate.Funcs{
 		}
 		return e.ObjectOld.GetAnnotations()[AnnotationRequestedAt] != e.ObjectNew.GetAnnotations()[AnnotationRequestedAt]
 	},
+}
+
+// outcomeRecorded passes the patch that records a scan Job's outcome: the
+// other Scanners that see its digest decide on it.
+var outcomeRecorded = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	DeleteFunc: func(event.DeleteEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetAnnotations()[scanjob.AnnotationOutcome] != e.ObjectNew.GetAnnotations()[scanjob.AnnotationOutcome]
+	},
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 // jobChanged ignores the operator's own annotation patches.

@@ -23,9 +23,10 @@ func BenchmarkCollect10kPods(b *testing.B) {
 			withImageID("a", fmt.Sprintf("ghcr.io/bench/a@sha256:%064x", i%half)),
 			withImageID("b", fmt.Sprintf("ghcr.io/bench/b@sha256:%064x", half+i%half)))
 	}
+	compact := compactAll(pods)
 	b.ReportAllocs()
 	for b.Loop() {
-		if inv := Collect(pods, DefaultIgnoreLabelForTest); len(inv.Targets) != digests {
+		if inv := Collect(compact, DefaultIgnoreLabelForTest); len(inv.Targets) != digests {
 			b.Fatalf("%d targets, want %d", len(inv.Targets), digests)
 		}
 	}

@@ -26,7 +26,8 @@ type Target struct {
 	Pods        []string // Pod names running it, sorted, at most MaxPodsPerDigest
 	PodCount    int      // all Pods running it
 	PullSecrets []string // imagePullSecrets of those Pods, sorted, at most MaxSecretsPerDigest
-	lastPod     *corev1.Pod
+	Node        string   // a node running it (the smallest name), whose platform the scan takes
+	lastPod     *Pod
 }
 
 // Inventory is what the Pods of a namespace run.
@@ -39,7 +40,8 @@ type Inventory struct {
 // Collect gathers the digests run by pods. Pods with ignoreLabel="true", Pods
 // of the operator's own scan Jobs, finished Pods and containers without an
 // imageID (not started yet) are skipped. Init and ephemeral containers count.
-func Collect(pods []corev1.Pod, ignoreLabel string) Inventory {
+// It reads the cache's Pods in place and never copies them.
+func Collect(pods []*Pod, ignoreLabel string) Inventory {
 	inv := Inventory{Targets: map[string]*Target{}, NotPullable: map[string]*Target{}}
 	// Thousands of containers share a few hundred imageIDs: parse each once.
 	type parsed struct {
@@ -47,33 +49,30 @@ func Collect(pods []corev1.Pod, ignoreLabel string) Inventory {
 		err error
 	}
 	seen := map[string]parsed{}
-	for i := range pods {
-		p := &pods[i]
-		if p.Labels[ignoreLabel] == "true" || p.Labels[ManagedByLabel] == ManagedByValue {
+	for _, p := range pods {
+		if v, _ := p.Label(ignoreLabel); v == "true" {
 			continue
 		}
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil {
+		if v, _ := p.Label(ManagedByLabel); v == ManagedByValue {
 			continue
 		}
-		for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, p.Status.EphemeralContainerStatuses} {
-			for _, cs := range list {
-				if cs.ImageID == "" {
-					continue
-				}
-				pr, ok := seen[cs.ImageID]
-				if !ok {
-					pr.img, pr.err = Normalize(cs.ImageID)
-					seen[cs.ImageID] = pr
-				}
-				img, err := pr.img, pr.err
-				switch {
-				case errors.Is(err, ErrNotPullable):
-					inv.NotPullable[img.Digest] = add(inv.NotPullable[img.Digest], img, p)
-				case err != nil:
-					inv.Invalid++
-				default:
-					inv.Targets[img.Digest] = add(inv.Targets[img.Digest], img, p)
-				}
+		if p.Phase == corev1.PodSucceeded || p.Phase == corev1.PodFailed || p.Deleting {
+			continue
+		}
+		for _, c := range p.Containers {
+			pr, ok := seen[c.ImageID]
+			if !ok {
+				pr.img, pr.err = Normalize(c.ImageID)
+				seen[c.ImageID] = pr
+			}
+			img, err := pr.img, pr.err
+			switch {
+			case errors.Is(err, ErrNotPullable):
+				inv.NotPullable[img.Digest] = add(inv.NotPullable[img.Digest], img, p)
+			case err != nil:
+				inv.Invalid++
+			default:
+				inv.Targets[img.Digest] = add(inv.Targets[img.Digest], img, p)
 			}
 		}
 	}
@@ -87,7 +86,7 @@ func Collect(pods []corev1.Pod, ignoreLabel string) Inventory {
 	return inv
 }
 
-func add(t *Target, img Image, p *corev1.Pod) *Target {
+func add(t *Target, img Image, p *Pod) *Target {
 	if t == nil {
 		t = &Target{Image: img}
 	} else if img.Repository != "" && (t.Image.Repository == "" || img.Repository < t.Image.Repository) {
@@ -98,15 +97,18 @@ func add(t *Target, img Image, p *corev1.Pod) *Target {
 	}
 	t.lastPod = p
 	t.PodCount++
+	if t.Node == "" || (p.NodeName != "" && p.NodeName < t.Node) {
+		t.Node = p.NodeName
+	}
 	if len(t.Pods) < MaxPodsPerDigest {
 		t.Pods = append(t.Pods, p.Name)
 	}
-	for _, s := range p.Spec.ImagePullSecrets {
+	for _, s := range p.PullSecrets {
 		if len(t.PullSecrets) >= MaxSecretsPerDigest {
 			break
 		}
-		if !contains(t.PullSecrets, s.Name) && s.Name != "" {
-			t.PullSecrets = append(t.PullSecrets, s.Name)
+		if !contains(t.PullSecrets, s) {
+			t.PullSecrets = append(t.PullSecrets, s)
 		}
 	}
 	return t

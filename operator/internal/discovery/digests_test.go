@@ -61,7 +61,7 @@ func TestCollect(t *testing.T) {
 		pod("garbage", withImageID("app", "not-an-image")),
 		pod("pending"),
 	}
-	inv := Collect(pods, DefaultIgnoreLabelForTest)
+	inv := Collect(compactAll(pods), DefaultIgnoreLabelForTest)
 	if got := sortedDigests(inv.Targets); !reflect.DeepEqual(got, []string{a, b, c}) {
 		t.Fatalf("targets = %v, want a, b, c", got)
 	}
@@ -88,7 +88,7 @@ func TestCollectBoundsPodsPerDigest(t *testing.T) {
 	for i := range 3 * MaxPodsPerDigest {
 		pods = append(pods, pod(fmt.Sprintf("p%03d", i), withImageID("a", "nginx@"+digest('a')), withImageID("b", "nginx@"+digest('a'))))
 	}
-	tg := Collect(pods, "x").Targets[digest('a')]
+	tg := Collect(compactAll(pods), "x").Targets[digest('a')]
 	if len(tg.Pods) != MaxPodsPerDigest || tg.PodCount != 3*MaxPodsPerDigest {
 		t.Errorf("pods kept %d (want %d), counted %d (want %d)", len(tg.Pods), MaxPodsPerDigest, tg.PodCount, 3*MaxPodsPerDigest)
 	}
@@ -102,6 +102,15 @@ func sortedDigests(m map[string]*Target) []string {
 		if m[digest(byte(c))] != nil {
 			out = append(out, digest(byte(c)))
 		}
+	}
+	return out
+}
+
+// compactAll is what the Pod cache holds of pods.
+func compactAll(pods []corev1.Pod) []*Pod {
+	out := make([]*Pod, len(pods))
+	for i := range pods {
+		out[i] = Compact(&pods[i])
 	}
 	return out
 }

@@ -8,7 +8,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -42,7 +41,7 @@ type Params struct {
 	Scanner        *crowsnestv1alpha1.Scanner
 	Digest         string   // sha256:<hex>
 	Image          string   // repository@sha256:<hex>
-	PullSecrets    []string // the scanned Pods' imagePullSecrets
+	PullSecrets    []string // the scanned Pods' imagePullSecrets, all merged for Grype
 	Attempt        int
 	Reason         string // new, rescan or retry
 	GrypeImage     string // operator default; spec.grypeImage wins
@@ -50,6 +49,10 @@ type Params struct {
 	APIURL         string
 	ServiceAccount string        // empty: the namespace's default
 	TTL            time.Duration // ttlSecondsAfterFinished
+	// Platform is the os/arch[/variant] of a node running the digest, e.g.
+	// "linux/arm64": Grype scans that image of a multi-platform index. Empty
+	// or not of that shape (ValidPlatform): Grype's default.
+	Platform string
 	// DBCache is where Grype keeps its vulnerability DB. An emptyDir today;
 	// a shared, pre-populated volume can replace it without touching the rest.
 	DBCache corev1.VolumeSource
@@ -57,7 +60,7 @@ type Params struct {
 
 // DefaultDBCache is an emptyDir bounded to 2 GiB.
 func DefaultDBCache() corev1.VolumeSource {
-	return corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("2Gi"))}}
+	return corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(dbCacheSize.DeepCopy())}}
 }
 
 // Build renders the scan Job. It is pure: the same Params give the same Job.
@@ -77,6 +80,7 @@ func Build(p Params) *batchv1.Job {
 	if dbCache == (corev1.VolumeSource{}) {
 		dbCache = DefaultDBCache()
 	}
+	secrets := pullSecrets(p.PullSecrets)
 	job := &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -117,9 +121,9 @@ func Build(p Params) *batchv1.Job {
 						FSGroup:        ptr.To[int64](runAsUser),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
-					InitContainers: []corev1.Container{grypeContainer(grype, p, s.Spec.Resources)},
+					InitContainers: initContainers(grype, p, secrets, dbCache),
 					Containers:     []corev1.Container{uploaderContainer(p)},
-					Volumes:        volumes(p, dbCache),
+					Volumes:        volumes(secrets, dbCache),
 				},
 			},
 		},
@@ -127,7 +131,15 @@ func Build(p Params) *batchv1.Job {
 	return job
 }
 
-func grypeContainer(image string, p Params, res corev1.ResourceRequirements) corev1.Container {
+func initContainers(grype string, p Params, secrets []string, dbCache corev1.VolumeSource) []corev1.Container {
+	g := grypeContainer(grype, p, len(secrets) > 0, grypeResources(dbCache, p.Scanner.Spec.Resources))
+	if len(secrets) == 0 {
+		return []corev1.Container{g}
+	}
+	return []corev1.Container{dockerConfigContainer(p.UploaderImage), g}
+}
+
+func grypeContainer(image string, p Params, registryAuth bool, res corev1.ResourceRequirements) corev1.Container {
 	env := []corev1.EnvVar{
 		{Name: "GRYPE_CHECK_FOR_APP_UPDATE", Value: "false"},
 		{Name: "GRYPE_DB_CACHE_DIR", Value: DBCacheDir},
@@ -140,15 +152,22 @@ func grypeContainer(image string, p Params, res corev1.ResourceRequirements) cor
 		{Name: "grype-db", MountPath: DBCacheDir},
 		{Name: "tmp", MountPath: tmpDir},
 	}
-	if len(p.PullSecrets) > 0 {
+	if registryAuth {
 		env = append(env, corev1.EnvVar{Name: "DOCKER_CONFIG", Value: RegistryDir})
 		mounts = append(mounts, corev1.VolumeMount{Name: "registry-auth", MountPath: RegistryDir, ReadOnly: true})
 	}
+	// "registry:" makes Grype pull by digest itself over the registry API:
+	// the kubelet never pulls the scanned image, only the scan Pod's own
+	// (Grype's and the uploader's), so a kubelet pull failure is always one
+	// of those.
+	args := []string{"registry:" + p.Image, "--output", "cyclonedx-json=" + BOMFile}
+	if ValidPlatform(p.Platform) == nil {
+		args = append(args, "--platform", p.Platform)
+	}
 	return corev1.Container{
-		Name:  "grype",
-		Image: image,
-		// "registry:" makes Grype pull by digest itself; no container runtime.
-		Args:                     []string{"registry:" + p.Image, "--output", "cyclonedx-json=" + BOMFile},
+		Name:                     ContainerGrype,
+		Image:                    image,
+		Args:                     args,
 		Env:                      env,
 		Resources:                res,
 		VolumeMounts:             mounts,
@@ -160,7 +179,7 @@ func grypeContainer(image string, p Params, res corev1.ResourceRequirements) cor
 
 func uploaderContainer(p Params) corev1.Container {
 	return corev1.Container{
-		Name:  "uploader",
+		Name:  ContainerUploader,
 		Image: p.UploaderImage,
 		Args: []string{
 			"--api-url=" + p.APIURL,
@@ -169,10 +188,7 @@ func uploaderContainer(p Params) corev1.Container {
 			"--bom-file=" + BOMFile,
 			"--token-file=" + TokenFile,
 		},
-		Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
-			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
-		},
+		Resources: uploaderResources(p.Scanner.Spec.UploaderResources),
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: "scan", MountPath: ScanDir, ReadOnly: true},
 			{Name: "token", MountPath: TokenDir, ReadOnly: true},
@@ -183,10 +199,10 @@ func uploaderContainer(p Params) corev1.Container {
 	}
 }
 
-func volumes(p Params, dbCache corev1.VolumeSource) []corev1.Volume {
+func volumes(secrets []string, dbCache corev1.VolumeSource) []corev1.Volume {
 	vols := []corev1.Volume{
-		{Name: "scan", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("512Mi"))}}},
-		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("4Gi"))}}},
+		{Name: "scan", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(scanDirSize.DeepCopy())}}},
+		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(tmpDirSize.DeepCopy())}}},
 		{Name: "grype-db", VolumeSource: dbCache},
 		{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
@@ -194,17 +210,8 @@ func volumes(p Params, dbCache corev1.VolumeSource) []corev1.Volume {
 			}}},
 		}}},
 	}
-	if len(p.PullSecrets) > 0 {
-		// Grype reads $DOCKER_CONFIG/config.json. One docker config file can
-		// come from one Secret, so the first of the Pods' pull secrets (sorted)
-		// is used; optional so a missing Secret fails the pull, not the mount.
-		vols = append(vols, corev1.Volume{Name: "registry-auth", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-			Sources: []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{
-				LocalObjectReference: corev1.LocalObjectReference{Name: p.PullSecrets[0]},
-				Items:                []corev1.KeyToPath{{Key: corev1.DockerConfigJsonKey, Path: "config.json"}},
-				Optional:             ptr.To(true),
-			}}},
-		}}})
+	if len(secrets) > 0 {
+		vols = append(vols, pullSecretsVolume(secrets), registryAuthVolume())
 	}
 	return vols
 }

@@ -44,12 +44,14 @@ func TestBuildGolden(t *testing.T) {
 		s.Spec.GrypeImage = "registry.example/grype:v0.121.2"
 		s.Spec.ScanTimeout = &metav1.Duration{Duration: 3 * time.Minute}
 		s.Spec.Resources = corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
-			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
 		}
+		s.Spec.UploaderResources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}}
 	})
 	withSecrets := params(custom)
 	withSecrets.PullSecrets = []string{"regcred", "other"}
+	withSecrets.Platform = "linux/arm64"
 	withSecrets.Attempt, withSecrets.Reason, withSecrets.ServiceAccount = 3, "retry", "crowsnest-scan"
 	cases := map[string]Params{"default": params(scanner()), "custom": withSecrets}
 	for name, p := range cases {
@@ -99,8 +101,8 @@ func TestBuildIsRestricted(t *testing.T) {
 			t.Errorf("container %s security context: %+v", c.Name, sc)
 		}
 	}
-	if spec.InitContainers[0].Image != DefaultGrypeImage || spec.InitContainers[0].Args[0] != "registry:"+p.Image {
-		t.Errorf("grype container: %+v", spec.InitContainers[0])
+	if g := container(t, job, ContainerGrype); g.Image != DefaultGrypeImage || g.Args[0] != "registry:"+p.Image {
+		t.Errorf("grype container: %+v", g)
 	}
 	var token *corev1.ServiceAccountTokenProjection
 	for _, v := range spec.Volumes {

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/api/memlimit"
+
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 
 	"k8s.io/client-go/kubernetes"
@@ -72,7 +74,7 @@ func bindFlags(fs *flag.FlagSet, o *options, getenv func(string) string) {
 	fs.StringVar(&o.logLevel, "log-level", env("CROWSNEST_LOG_LEVEL", "info"), "debug, info, warn or error (env CROWSNEST_LOG_LEVEL)")
 	fs.StringVar(&o.authMode, "auth-mode", env("CROWSNEST_AUTH_MODE", "static"), "how write tokens are checked: static (the write token) or tokenreview (Kubernetes service-account tokens via TokenReview) (env CROWSNEST_AUTH_MODE)")
 	fs.StringVar(&o.audience, "token-audience", env("CROWSNEST_TOKEN_AUDIENCE", authn.DefaultAudience), "audience service-account tokens must carry in tokenreview mode (env CROWSNEST_TOKEN_AUDIENCE)")
-	fs.StringVar(&o.allowedSAs, "allowed-service-accounts", env("CROWSNEST_ALLOWED_SERVICE_ACCOUNTS", ""), "comma-separated namespace/name (or namespace/*) service accounts allowed to write in tokenreview mode (env CROWSNEST_ALLOWED_SERVICE_ACCOUNTS)")
+	fs.StringVar(&o.allowedSAs, "allowed-service-accounts", env("CROWSNEST_ALLOWED_SERVICE_ACCOUNTS", ""), "comma-separated namespace/name (or namespace/*, or */name for every namespace) service accounts allowed to write in tokenreview mode (env CROWSNEST_ALLOWED_SERVICE_ACCOUNTS)")
 	fs.StringVar(&o.rematchSAs, "rematch-service-accounts", env("CROWSNEST_REMATCH_SERVICE_ACCOUNTS", ""), "comma-separated namespace/name service accounts (the matcher) that may replace existing reports in tokenreview mode (env CROWSNEST_REMATCH_SERVICE_ACCOUNTS)")
 	fs.StringVar(&o.scanSA, "scan-service-account", env("CROWSNEST_SCAN_SERVICE_ACCOUNT", ""), "service account scan Pods run as; uploads from Pods running as another are refused (empty: any) (env CROWSNEST_SCAN_SERVICE_ACCOUNT)")
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", env("CROWSNEST_TLS_CERT_FILE", ""), "PEM certificate (chain) to serve HTTPS with, together with --tls-key-file; reloaded when the file changes; empty serves plain HTTP (env CROWSNEST_TLS_CERT_FILE)")
@@ -190,6 +192,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: lvl}))
 	slog.SetDefault(log)
+	limit, source, err := memlimit.Set(getenv, memlimit.CgroupFile)
+	if err != nil {
+		return err
+	}
+	if limit > 0 {
+		log.Info("go memory limit set", "bytes", limit, "from", source)
+	}
 
 	uiFS := ui.Embedded()
 	if o.uiDir != "" {

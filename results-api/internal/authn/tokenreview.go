@@ -28,7 +28,9 @@ const DefaultAudience = "crowsnest-results-api"
 type Options struct {
 	Audience string // default DefaultAudience
 	// Allowed lists service accounts as "namespace/name"; name "*" allows
-	// every service account of the namespace. Empty allows none.
+	// every service account of the namespace, namespace "*" the named
+	// service account in every namespace (a ClusterScanner's scan Pods, in
+	// namespaces chosen by labels). "*/*" is refused. Empty allows none.
 	Allowed  []string
 	Timeout  time.Duration // per TokenReview call (default 5s)
 	CacheTTL time.Duration // how long a verdict is reused (default 1m)
@@ -88,8 +90,8 @@ func New(cfg *rest.Config, o Options) (*TokenReviewer, error) {
 		o.FailureBurst = 20
 	}
 	for _, a := range o.Allowed {
-		if ns, name, ok := strings.Cut(a, "/"); !ok || ns == "" || name == "" {
-			return nil, fmt.Errorf("allowed service account %q: want namespace/name or namespace/*", a)
+		if ns, name, ok := strings.Cut(a, "/"); !ok || ns == "" || name == "" || (ns == "*" && name == "*") {
+			return nil, fmt.Errorf("allowed service account %q: want namespace/name, namespace/* or */name", a)
 		}
 	}
 	return &TokenReviewer{client: c.TokenReviews(), o: o,
@@ -179,5 +181,5 @@ func (t *TokenReviewer) Allowed(username string) bool {
 	if !ok {
 		return false
 	}
-	return slices.Contains(t.o.Allowed, ns+"/"+name) || slices.Contains(t.o.Allowed, ns+"/*")
+	return slices.Contains(t.o.Allowed, ns+"/"+name) || slices.Contains(t.o.Allowed, ns+"/*") || slices.Contains(t.o.Allowed, "*/"+name)
 }

@@ -91,8 +91,34 @@ func TestTokenReviewOnRealAPIServer(t *testing.T) {
 }
 
 func TestOptionsValidated(t *testing.T) {
-	if _, err := authn.New(&rest.Config{Host: "https://127.0.0.1:1"}, authn.Options{Allowed: []string{"no-slash"}}); err == nil {
-		t.Fatal("allowed entry without namespace/ accepted")
+	for _, bad := range []string{"no-slash", "*/*", "/name", "ns/"} {
+		if _, err := authn.New(&rest.Config{Host: "https://127.0.0.1:1"}, authn.Options{Allowed: []string{bad}}); err == nil {
+			t.Errorf("allowed entry %q accepted", bad)
+		}
+	}
+}
+
+// TestAllowedAnyNamespace: "*/name" (the chart's setting with a
+// ClusterScanner, whose namespaces are chosen by labels) allows that service
+// account in every namespace, and no other service account, user or group.
+func TestAllowedAnyNamespace(t *testing.T) {
+	r, err := authn.New(&rest.Config{Host: "https://127.0.0.1:1"}, authn.Options{Allowed: []string{"*/crowsnest-scan", "ci/uploader"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for user, want := range map[string]bool{
+		"system:serviceaccount:team-a:crowsnest-scan":       true,
+		"system:serviceaccount:anything-new:crowsnest-scan": true,
+		"system:serviceaccount:ci:uploader":                 true,
+		"system:serviceaccount:team-a:default":              false,
+		"system:serviceaccount:team-a:uploader":             false,
+		"system:serviceaccount:*:crowsnest-scan-2":          false,
+		"crowsnest-scan":             false,
+		"system:node:crowsnest-scan": false,
+	} {
+		if got := r.Allowed(user); got != want {
+			t.Errorf("Allowed(%q) = %v, want %v", user, got, want)
+		}
 	}
 }
 

@@ -33,6 +33,16 @@ func Schema() ([]byte, error) {
 			"type": "object", "description": "Set by Helm from the top-level global; do not set it here",
 		}
 	}
+	// A fraction: a number in values files, a string from `helm --set`
+	// (which converts only integers and booleans).
+	jitter := prop(defs, "OperatorScans", "rescanJitter")
+	delete(jitter, "type")
+	delete(jitter, "minimum")
+	delete(jitter, "maximum")
+	jitter["anyOf"] = []any{
+		map[string]any{"type": "number", "minimum": 0, "maximum": 0.5},
+		map[string]any{"type": "string", "pattern": `^(0?\.[0-4][0-9]*|0?\.50*|0)$`},
+	}
 	// The bundled NATS and Postgres are single servers.
 	for _, name := range []string{"NATS", "Postgres"} {
 		prop(defs, name, "replicas")["maximum"] = 1
@@ -66,8 +76,13 @@ func Schema() ([]byte, error) {
 		map[string]any{"if": obj("namespace", set), "then": obj("name", set)},
 	}
 
-	// Disabling a bundled backend requires pointing at an external one.
+	// Disabling a bundled backend requires pointing at an external one; a
+	// ClusterScanner requires a cluster-wide operator.
 	s["allOf"] = []any{
+		map[string]any{
+			"if":   obj("global", obj("clusterScanner", obj("enabled", map[string]any{"const": true}))),
+			"then": map[string]any{"required": []any{"operator"}, "properties": map[string]any{"operator": map[string]any{"required": []any{"clusterWide"}, "properties": map[string]any{"clusterWide": map[string]any{"const": true}}}}},
+		},
 		map[string]any{
 			"if": obj("nats", obj("enabled", map[string]any{"const": false})),
 			"then": obj("global", obj("nats", map[string]any{"anyOf": []any{

@@ -13,12 +13,35 @@ type Values struct {
 
 // Global values are shared with every subchart.
 type Global struct {
-	ImagePullSecrets []string      `json:"imagePullSecrets" jsonschema:"description=Names of pull Secrets for every Crowsnest Pod"`
-	NATS             ExternalNATS  `json:"nats"`
-	ResultsAPI       GlobalAPI     `json:"resultsApi" jsonschema:"description=results-api settings the operator needs too"`
-	Database         ExternalDB    `json:"database"`
-	Scan             Scan          `json:"scan"`
-	NetworkPolicy    NetworkPolicy `json:"networkPolicy"`
+	ImagePullSecrets []string       `json:"imagePullSecrets" jsonschema:"description=Names of pull Secrets for every Crowsnest Pod"`
+	NATS             ExternalNATS   `json:"nats"`
+	ResultsAPI       GlobalAPI      `json:"resultsApi" jsonschema:"description=results-api settings the operator needs too"`
+	Database         ExternalDB     `json:"database"`
+	Scan             Scan           `json:"scan"`
+	ClusterScanner   ClusterScanner `json:"clusterScanner" jsonschema:"description=A ClusterScanner named after the release: a Scanner and the scan ServiceAccount in every namespace it covers; results-api then accepts scan Pods of every namespace. Needs operator.clusterWide"`
+	NetworkPolicy    NetworkPolicy  `json:"networkPolicy"`
+}
+
+// ClusterScanner is the chart's ClusterScanner (crowsnest.dev/v1alpha1):
+// namespaces chosen by labels instead of listed in global.scan.namespaces.
+type ClusterScanner struct {
+	Enabled           bool              `json:"enabled" jsonschema:"description=Render the ClusterScanner; needs operator.clusterWide=true"`
+	NamespaceSelector NamespaceSelector `json:"namespaceSelector" jsonschema:"description=Label selector of the namespaces covered; empty: every namespace"`
+	ExcludeNamespaces []string          `json:"excludeNamespaces" jsonschema:"description=Namespaces never covered; empty: kube-system kube-public kube-node-lease and the release namespace; a list replaces all of those,uniqueItems=true,maxItems=256,pattern=^[a-z0-9]([-a-z0-9]*[a-z0-9])?$,maxLength=63"`
+	Spec              map[string]any    `json:"spec" jsonschema:"description=Spec of the generated Scanners (kubectl explain scanner.spec); the CRD validates it"`
+}
+
+// NamespaceSelector is a metav1.LabelSelector.
+type NamespaceSelector struct {
+	MatchLabels      map[string]string  `json:"matchLabels,omitempty"`
+	MatchExpressions []LabelRequirement `json:"matchExpressions,omitempty"`
+}
+
+// LabelRequirement is one matchExpressions entry of a label selector.
+type LabelRequirement struct {
+	Key      string   `json:"key" jsonschema:"minLength=1"`
+	Operator string   `json:"operator" jsonschema:"enum=In,enum=NotIn,enum=Exists,enum=DoesNotExist"`
+	Values   []string `json:"values,omitempty"`
 }
 
 // Scan says where scan Jobs run and as whom.
@@ -146,6 +169,16 @@ type Operator struct {
 	LeaderElect   bool            `json:"leaderElect"`
 	UploaderImage Image           `json:"uploaderImage" jsonschema:"description=Image of the scan Jobs' uploader container"`
 	GrypeImage    Image           `json:"grypeImage" jsonschema:"description=Grype image of the scan Jobs (a Scanner's spec.grypeImage overrides it)"`
+	Scans         OperatorScans   `json:"scans" jsonschema:"description=Cluster-wide scheduling of scan Jobs"`
+}
+
+// OperatorScans is the cluster-wide scheduling of scan Jobs (operator
+// flags of the same names).
+type OperatorScans struct {
+	MaxConcurrent    int     `json:"maxConcurrent" jsonschema:"description=Scan Jobs running at once in the whole cluster shared fairly between Scanners (--max-concurrent-scans; 0: no cluster-wide cap),minimum=0"`
+	RescansPerMinute int     `json:"rescansPerMinute" jsonschema:"description=Rescans started per minute in the whole cluster (--rescans-per-minute; 0: no limit),minimum=0"`
+	RescanJitter     float64 `json:"rescanJitter" jsonschema:"description=Each digest's rescan interval moves by up to this fraction of it (--rescan-jitter; 0 to 0.5),minimum=0,maximum=0.5"`
+	StuckGrace       string  `json:"stuckGrace" jsonschema:"description=How long a scan Pod may wait on an image pull or a refused Pod before the scan is ended as failed (--stuck-grace; 0s: wait for the scan timeout),pattern=^([0-9]+(ms|s|m|h))+$"`
 }
 
 // OperatorMetrics is the operator's /metrics endpoint: HTTPS, and only for

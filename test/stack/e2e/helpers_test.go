@@ -22,6 +22,8 @@ type jobWatch struct {
 	digests map[string][]string // digest annotation → Job names
 }
 
+// watchJobs records every scan Job created in ns from now on, by digest:
+// Job names, or namespace/name when ns is metav1.NamespaceAll.
 func watchJobs(t *testing.T, ns string) *jobWatch {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -39,8 +41,11 @@ func watchJobs(t *testing.T, ns string) *jobWatch {
 				continue
 			}
 			jw.mu.Lock()
-			d := job.Annotations["crowsnest.dev/digest"]
-			jw.digests[d] = append(jw.digests[d], job.Name)
+			d, name := job.Annotations["crowsnest.dev/digest"], job.Name
+			if ns == metav1.NamespaceAll {
+				name = job.Namespace + "/" + name
+			}
+			jw.digests[d] = append(jw.digests[d], name)
 			jw.mu.Unlock()
 		}
 	}()

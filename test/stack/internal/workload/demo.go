@@ -87,17 +87,16 @@ func Pod(ns, name, ref string, ignored bool) *corev1.Pod {
 	return p
 }
 
-// EnsureNamespace creates ns unless it exists and waits (up to 30s) for
-// its default ServiceAccount, without which the ServiceAccount admission
-// plugin refuses Pods.
 // ScanServiceAccount is the service account scan Pods run as (operator and
 // results-api --scan-service-account).
 const ScanServiceAccount = "crowsnest-scan"
 
+// EnsureNamespace creates ns and its scan service account unless they
+// exist, and waits (up to 30s) for its default ServiceAccount, without
+// which the ServiceAccount admission plugin refuses Pods.
 func EnsureNamespace(ctx context.Context, c client.Client, ns string) error {
-	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create namespace %s: %w", ns, err)
+	if err := CreateNamespace(ctx, c, ns, nil); err != nil {
+		return err
 	}
 	// The dedicated scan service account, as the chart creates it in every
 	// scanned namespace: no permissions, no token mounted by default.
@@ -106,6 +105,21 @@ func EnsureNamespace(ctx context.Context, c client.Client, ns string) error {
 	if err := c.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create service account %s/%s: %w", ns, ScanServiceAccount, err)
 	}
+	return nil
+}
+
+// CreateNamespace creates ns with labels unless it exists (without the
+// scan service account: a ClusterScanner creates that) and waits for its
+// default ServiceAccount.
+func CreateNamespace(ctx context.Context, c client.Client, ns string, labels map[string]string) error {
+	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	return waitDefaultServiceAccount(ctx, c, ns)
+}
+
+func waitDefaultServiceAccount(ctx context.Context, c client.Client, ns string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{})
