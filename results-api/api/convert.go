@@ -1,6 +1,10 @@
 package api
 
-import "github.com/crowsnest-dev/crowsnest/results-api/internal/report"
+import (
+	"time"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
+)
 
 // The conversions below render domain types (package report) in the API's
 // shape. They live beside the generated types so that every layer that
@@ -27,6 +31,7 @@ func NewScanStatus(s *report.ScanStatus) *ScanStatus {
 func NewReportSummary(s report.Summary) ReportSummary {
 	return ReportSummary{Digest: s.Digest, Image: s.Image, ScannedAt: s.ScannedAt, StoredAt: s.StoredAt,
 		GrypeVersion: s.GrypeVersion, DbBuilt: s.DBBuilt, DbSchema: optString(s.DBSchema),
+		MatchedAt: optTime(s.MatchedAt), Cause: cause(s.Cause),
 		Counts: NewSeverityCounts(s.Counts), Fixable: s.Fixable, Findings: s.Findings, Scan: NewScanStatus(s.Scan)}
 }
 
@@ -35,6 +40,7 @@ func NewReportDetail(r *report.Report) ReportDetail {
 	s := r.Summary
 	d := ReportDetail{Digest: s.Digest, Image: s.Image, ScannedAt: s.ScannedAt, StoredAt: s.StoredAt,
 		GrypeVersion: s.GrypeVersion, DbBuilt: s.DBBuilt, DbSchema: optString(s.DBSchema),
+		MatchedAt: optTime(s.MatchedAt), Cause: cause(s.Cause),
 		Counts: NewSeverityCounts(s.Counts), Fixable: s.Fixable, FindingCount: s.Findings, Scan: NewScanStatus(s.Scan),
 		Findings: make([]Finding, len(r.FindingList))}
 	for i, f := range r.FindingList {
@@ -48,6 +54,43 @@ func NewReportDetail(r *report.Report) ReportDetail {
 			FixedIn: fixed, Fixable: f.Fixable(), Description: optString(f.Description), Url: optString(f.URL)}
 	}
 	return d
+}
+
+// NewChange renders a recorded change of a digest's findings.
+func NewChange(c *report.Change) Change {
+	return Change{Id: c.ID, Digest: c.Digest, Image: c.Image, Cause: cause(c.Cause), DbBuilt: c.DBBuilt,
+		DbSchema: optString(c.DBSchema), ChangedAt: c.ChangedAt, Baseline: c.Baseline,
+		NewCounts: NewSeverityCounts(c.NewCounts), ResolvedCounts: NewSeverityCounts(c.ResolvedCounts),
+		New: newChangedFindings(c.New), Resolved: newChangedFindings(c.Resolved), Truncated: c.Truncated}
+}
+
+func newChangedFindings(fs []report.ChangedFinding) []ChangedFinding {
+	out := make([]ChangedFinding, len(fs))
+	for i, f := range fs {
+		out[i] = ChangedFinding{Id: f.ID, Severity: Severity(f.Severity.String()),
+			Package: ChangedPackage{Name: f.Name, Version: f.Version, Type: f.Type}}
+		if len(f.FixedIn) > 0 {
+			fixed := f.FixedIn
+			out[i].FixedIn = &fixed
+		}
+	}
+	return out
+}
+
+// cause renders a report's cause; reports stored before causes were
+// recorded were scans.
+func cause(c report.Cause) Cause {
+	if c == "" {
+		return Scan
+	}
+	return Cause(c)
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // optString renders an empty string as an absent optional field.

@@ -10,16 +10,40 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for Cause.
+const (
+	Rematch Cause = "rematch"
+	Rescan  Cause = "rescan"
+	Scan    Cause = "scan"
+)
+
+// Valid indicates whether the value is a known member of the Cause enum.
+func (e Cause) Valid() bool {
+	switch e {
+	case Rematch:
+		return true
+	case Rescan:
+		return true
+	case Scan:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EventType.
 const (
-	EventTypeReportDeleted EventType = "report.deleted"
-	EventTypeReportStored  EventType = "report.stored"
-	EventTypeScanStatus    EventType = "scan.status"
+	EventTypeFindingsChanged EventType = "findings.changed"
+	EventTypeReportDeleted   EventType = "report.deleted"
+	EventTypeReportStored    EventType = "report.stored"
+	EventTypeScanStatus      EventType = "scan.status"
 )
 
 // Valid indicates whether the value is a known member of the EventType enum.
 func (e EventType) Valid() bool {
 	switch e {
+	case EventTypeFindingsChanged:
+		return true
 	case EventTypeReportDeleted:
 		return true
 	case EventTypeReportStored:
@@ -182,13 +206,77 @@ type AffectedImage struct {
 	Version string   `json:"version"`
 }
 
+// Cause Why the report was written, decided by the server from the writer:
+// scan (the digest's first report), rescan (a later scan of a digest
+// that had one), rematch (the matcher's rematch scope).
+type Cause string
+
+// Change What one report changed in its digest's findings.
+type Change struct {
+	// Baseline The digest's first report; newCounts counts its findings and none are listed.
+	Baseline bool `json:"baseline"`
+
+	// Cause Why the report was written, decided by the server from the writer:
+	// scan (the digest's first report), rescan (a later scan of a digest
+	// that had one), rematch (the matcher's rematch scope).
+	Cause     Cause     `json:"cause"`
+	ChangedAt time.Time `json:"changedAt"`
+
+	// DbBuilt Grype DB build time the report was matched with (RFC 3339), or empty.
+	DbBuilt  string  `json:"dbBuilt"`
+	DbSchema *string `json:"dbSchema,omitempty"`
+
+	// Digest Example: sha256:3f1e1d9c5b7a2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6c8d0e2f
+	Digest Digest `json:"digest"`
+	Id     int64  `json:"id"`
+	Image  string `json:"image"`
+
+	// New New findings, worst first; at most 200.
+	New       []ChangedFinding `json:"new"`
+	NewCounts SeverityCounts   `json:"newCounts"`
+
+	// Resolved Resolved findings, worst first; at most 200.
+	Resolved       []ChangedFinding `json:"resolved"`
+	ResolvedCounts SeverityCounts   `json:"resolvedCounts"`
+
+	// Truncated A list holds only the first 200 of its (filtered) findings.
+	Truncated bool `json:"truncated"`
+}
+
+// ChangeList defines model for ChangeList.
+type ChangeList struct {
+	Items []Change `json:"items"`
+
+	// NextCursor Absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
+// ChangedFinding A finding new in, or resolved by, a report; keyed by (id, package name, version, type).
+type ChangedFinding struct {
+	FixedIn *[]string `json:"fixedIn,omitempty"`
+
+	// Id Example: CVE-2024-1234
+	Id       string         `json:"id"`
+	Package  ChangedPackage `json:"package"`
+	Severity Severity       `json:"severity"`
+}
+
+// ChangedPackage defines model for ChangedPackage.
+type ChangedPackage struct {
+	Name string `json:"name"`
+
+	// Type Package type from the purl (apk, deb, golang, npm, ...).
+	Type    string `json:"type"`
+	Version string `json:"version"`
+}
+
 // Digest Example: sha256:3f1e1d9c5b7a2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6c8d0e2f
 type Digest = string
 
 // Error defines model for Error.
 type Error struct {
 	Error struct {
-		// Code Stable machine-readable code, e.g. invalid_digest, invalid_bom, not_cyclonedx, too_large, too_many_findings, unsupported_media_type, unauthorized, forbidden, not_found, busy, db_timeout, auth_unavailable, too_many_connections.
+		// Code Stable machine-readable code, e.g. invalid_digest, invalid_query, invalid_vulndb, invalid_bom, not_cyclonedx, too_large, too_many_findings, unsupported_media_type, unauthorized, forbidden, not_found, busy, db_timeout, auth_unavailable, too_many_connections.
 		Code      string  `json:"code"`
 		Message   string  `json:"message"`
 		RequestId *string `json:"requestId,omitempty"`
@@ -196,8 +284,8 @@ type Error struct {
 }
 
 // EventMessage One WebSocket text frame on /api/v1/events. data is a ReportStored for
-// report.stored, a ReportDeleted for report.deleted, and a ScanStatus for
-// scan.status.
+// report.stored, a ReportDeleted for report.deleted, a ScanStatus for
+// scan.status and a FindingsChanged for findings.changed.
 type EventMessage struct {
 	Data EventMessage_Data `json:"data"`
 
@@ -233,6 +321,34 @@ type Finding struct {
 	Url    *string `json:"url,omitempty"`
 }
 
+// FindingsChanged Payload of crowsnest.findings.changed (events/v1 FindingsChanged). A
+// baseline has counts only; otherwise new and resolved list at most 100
+// findings each, and truncated with changesPath says where the rest are.
+type FindingsChanged struct {
+	Baseline bool `json:"baseline"`
+
+	// Cause Why the report was written, decided by the server from the writer:
+	// scan (the digest's first report), rescan (a later scan of a digest
+	// that had one), rematch (the matcher's rematch scope).
+	Cause     Cause     `json:"cause"`
+	ChangeId  int64     `json:"changeId"`
+	ChangedAt time.Time `json:"changedAt"`
+
+	// ChangesPath Example: /api/v1/reports/sha256:3f1e.../changes
+	ChangesPath *string `json:"changesPath,omitempty"`
+	DbBuilt     *string `json:"dbBuilt,omitempty"`
+	DbSchema    *string `json:"dbSchema,omitempty"`
+
+	// Digest Example: sha256:3f1e1d9c5b7a2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6c8d0e2f
+	Digest         Digest            `json:"digest"`
+	Image          string            `json:"image"`
+	New            *[]ChangedFinding `json:"new,omitempty"`
+	NewCounts      SeverityCounts    `json:"newCounts"`
+	Resolved       *[]ChangedFinding `json:"resolved,omitempty"`
+	ResolvedCounts SeverityCounts    `json:"resolvedCounts"`
+	Truncated      *bool             `json:"truncated,omitempty"`
+}
+
 // LookupEntry defines model for LookupEntry.
 type LookupEntry struct {
 	// Digest Example: sha256:3f1e1d9c5b7a2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6c8d0e2f
@@ -255,7 +371,7 @@ type Package struct {
 	Name string `json:"name"`
 	Purl string `json:"purl"`
 
-	// Type Package type from the purl (apk
+	// Type Package type from the purl (apk, deb, golang, npm, ...).
 	Type    string `json:"type"`
 	Version string `json:"version"`
 }
@@ -269,6 +385,10 @@ type ReportDeleted struct {
 
 // ReportDetail ReportSummary fields, with one page of the findings themselves; the count of all of them is in findingCount.
 type ReportDetail struct {
+	// Cause Why the report was written, decided by the server from the writer:
+	// scan (the digest's first report), rescan (a later scan of a digest
+	// that had one), rematch (the matcher's rematch scope).
+	Cause    Cause          `json:"cause"`
 	Counts   SeverityCounts `json:"counts"`
 	DbBuilt  string         `json:"dbBuilt"`
 	DbSchema *string        `json:"dbSchema,omitempty"`
@@ -287,6 +407,7 @@ type ReportDetail struct {
 	Fixable            int         `json:"fixable"`
 	GrypeVersion       string      `json:"grypeVersion"`
 	Image              string      `json:"image"`
+	MatchedAt          *time.Time  `json:"matchedAt,omitempty"`
 	Scan               *ScanStatus `json:"scan,omitempty"`
 	ScannedAt          time.Time   `json:"scannedAt"`
 	StoredAt           time.Time   `json:"storedAt"`
@@ -317,12 +438,16 @@ type ReportStored struct {
 
 // ReportSummary defines model for ReportSummary.
 type ReportSummary struct {
+	// Cause Why the report was written, decided by the server from the writer:
+	// scan (the digest's first report), rescan (a later scan of a digest
+	// that had one), rematch (the matcher's rematch scope).
+	Cause  Cause          `json:"cause"`
 	Counts SeverityCounts `json:"counts"`
 
-	// DbBuilt Grype DB build time (RFC 3339) when the BOM says
+	// DbBuilt Grype DB build time (RFC 3339) when the BOM (or a later PUT .../vulndb) says, else empty.
 	DbBuilt string `json:"dbBuilt"`
 
-	// DbSchema Grype DB schema version when the BOM says.
+	// DbSchema Grype DB schema version when the BOM (or a later PUT .../vulndb) says.
 	DbSchema *string `json:"dbSchema,omitempty"`
 
 	// Digest Example: sha256:3f1e1d9c5b7a2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6c8d0e2f
@@ -336,8 +461,11 @@ type ReportSummary struct {
 	GrypeVersion string `json:"grypeVersion"`
 
 	// Image repository@sha256:...
-	Image string      `json:"image"`
-	Scan  *ScanStatus `json:"scan,omitempty"`
+	Image string `json:"image"`
+
+	// MatchedAt When the findings were last matched against a DB (the report's write or a later PUT .../vulndb).
+	MatchedAt *time.Time  `json:"matchedAt,omitempty"`
+	Scan      *ScanStatus `json:"scan,omitempty"`
 
 	// ScannedAt The BOM's metadata timestamp
 	ScannedAt time.Time `json:"scannedAt"`
@@ -413,6 +541,15 @@ type TopVulnerability struct {
 	Severity Severity `json:"severity"`
 }
 
+// VulnDBRecord defines model for VulnDBRecord.
+type VulnDBRecord struct {
+	// Built The DB's build time (RFC 3339).
+	Built time.Time `json:"built"`
+
+	// Schema Example: v6.0.2
+	Schema string `json:"schema"`
+}
+
 // Vulnerability defines model for Vulnerability.
 type Vulnerability struct {
 	Description *string         `json:"description,omitempty"`
@@ -421,6 +558,12 @@ type Vulnerability struct {
 	Severity    Severity        `json:"severity"`
 	Url         *string         `json:"url,omitempty"`
 }
+
+// ChangeCursor defines model for ChangeCursor.
+type ChangeCursor = string
+
+// ChangeLimit defines model for ChangeLimit.
+type ChangeLimit = int
 
 // BadRequest defines model for BadRequest.
 type BadRequest = Error
@@ -445,6 +588,22 @@ type Unavailable = Error
 
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = Error
+
+// ListChangesParams defines parameters for ListChanges.
+type ListChangesParams struct {
+	// Limit Changes per page.
+	Limit *ChangeLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque cursor from a previous page's nextCursor, with the same filters; any other value is 400 invalid_query.
+	Cursor *ChangeCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Since Only changes at or after this time (RFC 3339).
+	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
+
+	// MinSeverity Only changes with a new or resolved finding of this severity or worse.
+	MinSeverity *Severity `form:"minSeverity,omitempty" json:"minSeverity,omitempty"`
+	Cause       *Cause    `form:"cause,omitempty" json:"cause,omitempty"`
+}
 
 // ListReportsParams defines parameters for ListReports.
 type ListReportsParams struct {
@@ -500,6 +659,15 @@ type PutReportParams struct {
 // PutReportParamsContentEncoding defines parameters for PutReport.
 type PutReportParamsContentEncoding string
 
+// ListReportChangesParams defines parameters for ListReportChanges.
+type ListReportChangesParams struct {
+	// Limit Changes per page.
+	Limit *ChangeLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque cursor from a previous page's nextCursor, with the same filters; any other value is 400 invalid_query.
+	Cursor *ChangeCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListScansParams defines parameters for ListScans.
 type ListScansParams struct {
 	Status *ScanState `form:"status,omitempty" json:"status,omitempty"`
@@ -520,6 +688,9 @@ type PutReportJSONRequestBody = PutReportJSONBody
 
 // PutReportApplicationVndCyclonedxPlusJSONRequestBody defines body for PutReport for application/vnd.cyclonedx+json ContentType.
 type PutReportApplicationVndCyclonedxPlusJSONRequestBody = PutReportApplicationVndCyclonedxPlusJSONBody
+
+// PutReportVulnDBJSONRequestBody defines body for PutReportVulnDB for application/json ContentType.
+type PutReportVulnDBJSONRequestBody = VulnDBRecord
 
 // AsReportStored returns the union data inside the EventMessage_Data as a ReportStored
 func (t EventMessage_Data) AsReportStored() (ReportStored, error) {
@@ -589,6 +760,32 @@ func (t *EventMessage_Data) FromScanStatus(v ScanStatus) error {
 
 // MergeScanStatus performs a merge with any union data inside the EventMessage_Data, using the provided ScanStatus
 func (t *EventMessage_Data) MergeScanStatus(v ScanStatus) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsFindingsChanged returns the union data inside the EventMessage_Data as a FindingsChanged
+func (t EventMessage_Data) AsFindingsChanged() (FindingsChanged, error) {
+	var body FindingsChanged
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFindingsChanged overwrites any union data inside the EventMessage_Data as the provided FindingsChanged
+func (t *EventMessage_Data) FromFindingsChanged(v FindingsChanged) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFindingsChanged performs a merge with any union data inside the EventMessage_Data, using the provided FindingsChanged
+func (t *EventMessage_Data) MergeFindingsChanged(v FindingsChanged) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err

@@ -41,12 +41,17 @@ const (
 	TypeJobDone       = "dev.crowsnest.job.done.v1"
 	TypeReportStored  = "dev.crowsnest.report.stored.v1"
 	TypeReportDeleted = "dev.crowsnest.report.deleted.v1"
+
+	TypeFindingsChanged = "dev.crowsnest.findings.changed.v1"
+	TypeVulnDBUpdated   = "dev.crowsnest.vulndb.updated.v1"
+	TypeRematchDone     = "dev.crowsnest.rematch.done.v1"
 )
 
 // Sources, the CloudEvents "source" of each publisher.
 const (
 	SourceOperator   = "crowsnest/operator"
 	SourceResultsAPI = "crowsnest/results-api"
+	SourceMatcher    = "crowsnest/matcher"
 )
 
 // SpecVersion is the CloudEvents version used.
@@ -105,6 +110,10 @@ var subjects = map[string]string{
 	TypeJobDone:       SubjectJobDone,
 	TypeReportStored:  SubjectReportStored,
 	TypeReportDeleted: SubjectReportDeleted,
+
+	TypeFindingsChanged: SubjectFindingsChanged,
+	TypeVulnDBUpdated:   SubjectVulnDBUpdated,
+	TypeRematchDone:     SubjectRematchDone,
 }
 
 // SubjectFor maps a CloudEvents type to its NATS subject.

@@ -11,16 +11,23 @@ import (
 // settings change: other tools subscribe to these names.
 func TestSubjectsPinned(t *testing.T) {
 	want := map[string]string{
-		"dev.crowsnest.image.needed.v1":   "crowsnest.image.needed",
-		"dev.crowsnest.job.done.v1":       "crowsnest.job.done",
-		"dev.crowsnest.report.stored.v1":  "crowsnest.report.stored",
-		"dev.crowsnest.report.deleted.v1": "crowsnest.report.deleted",
+		"dev.crowsnest.image.needed.v1":     "crowsnest.image.needed",
+		"dev.crowsnest.job.done.v1":         "crowsnest.job.done",
+		"dev.crowsnest.report.stored.v1":    "crowsnest.report.stored",
+		"dev.crowsnest.report.deleted.v1":   "crowsnest.report.deleted",
+		"dev.crowsnest.findings.changed.v1": "crowsnest.findings.changed",
+		"dev.crowsnest.vulndb.updated.v1":   "crowsnest.vulndb.updated",
+		"dev.crowsnest.rematch.done.v1":     "crowsnest.rematch.done",
 	}
 	consts := map[string]string{
 		v1.TypeImageNeeded:   v1.SubjectImageNeeded,
 		v1.TypeJobDone:       v1.SubjectJobDone,
 		v1.TypeReportStored:  v1.SubjectReportStored,
 		v1.TypeReportDeleted: v1.SubjectReportDeleted,
+
+		v1.TypeFindingsChanged: v1.SubjectFindingsChanged,
+		v1.TypeVulnDBUpdated:   v1.SubjectVulnDBUpdated,
+		v1.TypeRematchDone:     v1.SubjectRematchDone,
 	}
 	if len(consts) != len(want) {
 		t.Fatalf("%d types declared, the contract has %d", len(consts), len(want))
@@ -40,8 +47,8 @@ func TestSubjectsPinned(t *testing.T) {
 	if v1.StreamName != "CROWSNEST" || v1.StreamSubjects != "crowsnest.>" || v1.SpecVersion != "1.0" {
 		t.Errorf("stream %q subjects %q specversion %q changed", v1.StreamName, v1.StreamSubjects, v1.SpecVersion)
 	}
-	if v1.SourceOperator != "crowsnest/operator" || v1.SourceResultsAPI != "crowsnest/results-api" {
-		t.Errorf("sources changed: %q %q", v1.SourceOperator, v1.SourceResultsAPI)
+	if v1.SourceOperator != "crowsnest/operator" || v1.SourceResultsAPI != "crowsnest/results-api" || v1.SourceMatcher != "crowsnest/matcher" {
+		t.Errorf("sources changed: %q %q %q", v1.SourceOperator, v1.SourceResultsAPI, v1.SourceMatcher)
 	}
 	cfg := v1.StreamConfig()
 	if cfg.Name != v1.StreamName || len(cfg.Subjects) != 1 || cfg.Subjects[0] != v1.StreamSubjects || cfg.Duplicates != 30*time.Minute {

@@ -68,6 +68,10 @@ var producers = map[string]string{
 	SubjectJobDone:       SourceOperator,
 	SubjectReportStored:  SourceResultsAPI,
 	SubjectReportDeleted: SourceResultsAPI,
+
+	SubjectFindingsChanged: SourceResultsAPI,
+	SubjectVulnDBUpdated:   SourceMatcher,
+	SubjectRematchDone:     SourceMatcher,
 }
 
 // ProducerOf returns the CloudEvents source of the component that publishes
@@ -91,8 +95,9 @@ func Parse(subject string, data []byte, now time.Time, maxSkew time.Duration) (E
 // (ProducerOf); an id of 1 to MaxIDLength printable ASCII characters; a time
 // neither more than maxSkew after now nor more than MaxEventAge before it;
 // and data that decodes into the subject's payload with a digest of the form
-// sha256:<64 lowercase hex>. The error wraps ErrInvalidEvent and names the
-// rule that failed (Reason). Authenticated publishers make these checks
+// sha256:<64 lowercase hex> (for the matcher's vulndb.updated and
+// rematch.done, which name no digest: with a DB build time). The error
+// wraps ErrInvalidEvent and names the rule that failed (Reason). Authenticated publishers make these checks
 // defence in depth: one forged job.done dated far ahead would otherwise pin
 // a digest's scan status, since only newer events replace it.
 func Validate(subject string, ev Event, now time.Time, maxSkew time.Duration) error {
@@ -158,6 +163,15 @@ func validPayload(subject string, ev Event) error {
 		var p ReportDeleted
 		err = json.Unmarshal(ev.Data, &p)
 		digest = p.Digest
+	case SubjectFindingsChanged:
+		var p FindingsChanged
+		err = json.Unmarshal(ev.Data, &p)
+		digest = p.Digest
+		if err == nil && (len(p.New) > MaxChangedFindings || len(p.Resolved) > MaxChangedFindings) {
+			return invalid(ReasonPayload, "more than %d new or resolved findings listed", MaxChangedFindings)
+		}
+	case SubjectVulnDBUpdated, SubjectRematchDone:
+		return validMatcherPayload(subject, ev.Data)
 	default:
 		return invalid(ReasonSubject, "no payload for subject %s", subject)
 	}
@@ -166,6 +180,30 @@ func validPayload(subject string, ev Event) error {
 	}
 	if !ValidDigest(digest) {
 		return invalid(ReasonPayload, "digest %q is not sha256:<64 lowercase hex>", clip(digest))
+	}
+	return nil
+}
+
+// validMatcherPayload checks the matcher's payloads, which name a
+// vulnerability DB rather than a digest: it must say when that DB was built.
+func validMatcherPayload(subject string, data json.RawMessage) error {
+	var built time.Time
+	var err error
+	switch subject {
+	case SubjectVulnDBUpdated:
+		var p VulnDBUpdated
+		err = json.Unmarshal(data, &p)
+		built = p.Built
+	default:
+		var p RematchDone
+		err = json.Unmarshal(data, &p)
+		built = p.DBBuilt
+	}
+	if err != nil {
+		return invalid(ReasonPayload, "decode %s data: %v", subject, err)
+	}
+	if built.IsZero() {
+		return invalid(ReasonPayload, "%s names no DB build time", subject)
 	}
 	return nil
 }

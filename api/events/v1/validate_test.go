@@ -33,6 +33,18 @@ func valid(t *testing.T, subject string) v1.Event {
 	case v1.SubjectReportDeleted:
 		typ, source = v1.TypeReportDeleted, v1.SourceResultsAPI
 		payload = v1.ReportDeleted{Digest: digest, Image: "demo@" + digest}
+	case v1.SubjectFindingsChanged:
+		typ, source = v1.TypeFindingsChanged, v1.SourceResultsAPI
+		payload = v1.FindingsChanged{ChangeID: 7, Digest: digest, Image: "demo@" + digest, Cause: v1.CauseRematch,
+			ChangedAt: now, NewCounts: v1.SeverityCounts{High: 1},
+			New: []v1.ChangedFinding{{ID: "CVE-2026-1", Severity: "high", Package: v1.ChangedPackage{Name: "musl", Version: "1.2.5", Type: "apk"}}}}
+	case v1.SubjectVulnDBUpdated:
+		typ, source = v1.TypeVulnDBUpdated, v1.SourceMatcher
+		payload = v1.VulnDBUpdated{Built: now.Add(-time.Hour), Schema: "v6.0.2", Checksum: "sha256:ab", Source: "import"}
+	case v1.SubjectRematchDone:
+		typ, source = v1.TypeRematchDone, v1.SourceMatcher
+		payload = v1.RematchDone{DBBuilt: now.Add(-time.Hour), ReportsTotal: 3, ReportsChanged: 1, ReportsUnchanged: 2,
+			StartedAt: now.Add(-time.Minute), FinishedAt: now}
 	default:
 		t.Fatalf("no valid event for %s", subject)
 	}
@@ -44,7 +56,8 @@ func valid(t *testing.T, subject string) v1.Event {
 }
 
 func TestValidateAcceptsWhatProducersPublish(t *testing.T) {
-	for _, subject := range []string{v1.SubjectImageNeeded, v1.SubjectJobDone, v1.SubjectReportStored, v1.SubjectReportDeleted} {
+	for _, subject := range []string{v1.SubjectImageNeeded, v1.SubjectJobDone, v1.SubjectReportStored, v1.SubjectReportDeleted,
+		v1.SubjectFindingsChanged, v1.SubjectVulnDBUpdated, v1.SubjectRematchDone} {
 		ev := valid(t, subject)
 		if err := v1.Validate(subject, ev, now, v1.DefaultMaxSkew); err != nil {
 			t.Errorf("%s: %v", subject, err)
@@ -74,7 +87,7 @@ func TestValidateRejects(t *testing.T) {
 		edit    func(*v1.Event)
 		reason  string
 	}{
-		{"unknown subject", "crowsnest.findings.changed", nil, v1.ReasonSubject},
+		{"unknown subject", "crowsnest.findings.removed", nil, v1.ReasonSubject},
 		{"no subject", "", nil, v1.ReasonSubject},
 		{"specversion 0.3", v1.SubjectJobDone, func(e *v1.Event) { e.SpecVersion = "0.3" }, v1.ReasonSpecVersion},
 		{"no specversion", v1.SubjectJobDone, func(e *v1.Event) { e.SpecVersion = "" }, v1.ReasonSpecVersion},
@@ -103,6 +116,15 @@ func TestValidateRejects(t *testing.T) {
 		{"short digest", v1.SubjectJobDone, func(e *v1.Event) { e.Data = data(v1.JobDone{Digest: digest[:70]}) }, v1.ReasonPayload},
 		{"sha512 digest", v1.SubjectImageNeeded, func(e *v1.Event) { e.Data = data(v1.ImageNeeded{Digest: "sha512:" + digest[7:]}) }, v1.ReasonPayload},
 		{"digest with a path", v1.SubjectReportStored, func(e *v1.Event) { e.Data = data(v1.ReportStored{Digest: digest[:69] + "/../x"}) }, v1.ReasonPayload},
+		{"findings.changed from the matcher", v1.SubjectFindingsChanged, func(e *v1.Event) { e.Source = v1.SourceMatcher }, v1.ReasonSource},
+		{"findings.changed without digest", v1.SubjectFindingsChanged, func(e *v1.Event) { e.Data = data(v1.FindingsChanged{Image: "x"}) }, v1.ReasonPayload},
+		{"findings.changed list over the cap", v1.SubjectFindingsChanged, func(e *v1.Event) {
+			e.Data = data(v1.FindingsChanged{Digest: digest, New: make([]v1.ChangedFinding, v1.MaxChangedFindings+1)})
+		}, v1.ReasonPayload},
+		{"vulndb.updated from results-api", v1.SubjectVulnDBUpdated, func(e *v1.Event) { e.Source = v1.SourceResultsAPI }, v1.ReasonSource},
+		{"vulndb.updated without build time", v1.SubjectVulnDBUpdated, func(e *v1.Event) { e.Data = data(v1.VulnDBUpdated{Schema: "v6.0.2"}) }, v1.ReasonPayload},
+		{"rematch.done without build time", v1.SubjectRematchDone, func(e *v1.Event) { e.Data = data(v1.RematchDone{ReportsTotal: 1}) }, v1.ReasonPayload},
+		{"rematch.done of the wrong shape", v1.SubjectRematchDone, func(e *v1.Event) { e.Data = json.RawMessage(`{"dbBuilt":"yesterday"}`) }, v1.ReasonPayload},
 		{"xml content type", v1.SubjectJobDone, func(e *v1.Event) { e.DataContentType = "application/xml" }, v1.ReasonPayload},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,16 +186,19 @@ func TestReasonOfOtherErrors(t *testing.T) {
 
 func TestProducers(t *testing.T) {
 	for subject, want := range map[string]string{
-		"crowsnest.image.needed":   "crowsnest/operator",
-		"crowsnest.job.done":       "crowsnest/operator",
-		"crowsnest.report.stored":  "crowsnest/results-api",
-		"crowsnest.report.deleted": "crowsnest/results-api",
+		"crowsnest.image.needed":     "crowsnest/operator",
+		"crowsnest.job.done":         "crowsnest/operator",
+		"crowsnest.report.stored":    "crowsnest/results-api",
+		"crowsnest.report.deleted":   "crowsnest/results-api",
+		"crowsnest.findings.changed": "crowsnest/results-api",
+		"crowsnest.vulndb.updated":   "crowsnest/matcher",
+		"crowsnest.rematch.done":     "crowsnest/matcher",
 	} {
 		if got, ok := v1.ProducerOf(subject); !ok || got != want {
 			t.Errorf("ProducerOf(%s) = %q, %v; want %q", subject, got, ok, want)
 		}
 	}
-	if _, ok := v1.ProducerOf(v1.SubjectFindingsChanged); ok {
+	if _, ok := v1.ProducerOf(v1.SubjectInventorySnapshot); ok {
 		t.Error("ProducerOf knows a subject without a payload")
 	}
 }

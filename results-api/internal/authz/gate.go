@@ -29,6 +29,8 @@ type Reviewer interface {
 //     an upload (AuthorizeUpload, within the Reviewer's allowed service
 //     accounts); by a rematch service account, a rematch of a report that
 //     exists; by anyone else, admin (SAR create).
+//
+// AuthenticateScope also says which scope the write goes ahead with.
 type Gate struct {
 	Static   *authn.StaticToken // nil: no static admin token
 	Reviewer Reviewer           // nil: static token only
@@ -40,7 +42,10 @@ type Gate struct {
 	Now       func() time.Time
 }
 
-type digestKey struct{}
+type (
+	digestKey     struct{}
+	updateOnlyKey struct{}
+)
 
 // WithDigest records the digest a write is about in ctx (the HTTP layer
 // calls it with the path's digest before Authenticate).
@@ -48,18 +53,33 @@ func WithDigest(ctx context.Context, digest string) context.Context {
 	return context.WithValue(ctx, digestKey{}, digest)
 }
 
+// WithUpdateOnly marks the write in ctx as one that only updates an
+// existing report and never creates one (the store answers 404 when there
+// is none), such as recording the DB a report was matched against: the
+// rematch scope then needs no look-up of the report.
+func WithUpdateOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, updateOnlyKey{}, true)
+}
+
 // Authenticate implements httpapi.Authenticator: nil when the write may go
 // ahead; authn.ErrBadToken (403) or authn.ErrAuthUnavailable (503) with the
 // reason otherwise. The token itself never appears in an error.
 func (g *Gate) Authenticate(r *http.Request, token string) error {
+	_, err := g.AuthenticateScope(r, token)
+	return err
+}
+
+// AuthenticateScope is Authenticate that also returns the scope the write
+// goes ahead with (Upload, Rematch or Admin; the static token is Admin).
+func (g *Gate) AuthenticateScope(r *http.Request, token string) (Scope, error) {
 	if g.Static != nil && g.Static.Authenticate(r, token) == nil {
-		return nil
+		return Admin, nil
 	}
 	if g.Reviewer == nil {
 		if g.Static == nil {
-			return authn.ErrNoWriteKey
+			return "", authn.ErrNoWriteKey
 		}
-		return authn.ErrBadToken
+		return "", authn.ErrBadToken
 	}
 	ctx := r.Context()
 	digest, _ := ctx.Value(digestKey{}).(string)
@@ -68,36 +88,47 @@ func (g *Gate) Authenticate(r *http.Request, token string) error {
 		now = g.Now
 	}
 	if err := PrecheckJWT(token, g.Audience, now()); err != nil {
-		return g.classify(err)
+		return "", g.classify(err)
 	}
 	user, err := g.Reviewer.Review(ctx, token)
 	if err != nil {
-		return err // already authn's sentinels
+		return "", err // already authn's sentinels
 	}
 	id := FromUserInfo(user)
 	switch {
 	case r.Method == http.MethodDelete:
-		return g.classify(g.Authz.AuthorizeAdmin(ctx, id, VerbDelete))
+		return scoped(Admin, g.classify(g.Authz.AuthorizeAdmin(ctx, id, VerbDelete)))
 	case r.Method != http.MethodPut:
-		return fmt.Errorf("%w: %s is not a write", authn.ErrBadToken, r.Method)
+		return "", fmt.Errorf("%w: %s is not a write", authn.ErrBadToken, r.Method)
 	}
 	if _, _, bound := id.BoundPod(); bound {
 		if !g.Reviewer.Allowed(id.Username) {
-			return fmt.Errorf("%w: %s is not in a namespace Crowsnest scans", authn.ErrBadToken, id.Username)
+			return "", fmt.Errorf("%w: %s is not in a namespace Crowsnest scans", authn.ErrBadToken, id.Username)
 		}
-		return g.classify(g.Authz.AuthorizeUpload(ctx, id, digest))
+		return scoped(Upload, g.classify(g.Authz.AuthorizeUpload(ctx, id, digest)))
 	}
 	if g.Authz.AuthorizeRematch(id) == nil {
+		if updateOnly, _ := ctx.Value(updateOnlyKey{}).(bool); updateOnly {
+			return Rematch, nil
+		}
 		ok, err := g.HasReport(ctx, digest)
 		if err != nil {
-			return fmt.Errorf("%w: look up report: %w", authn.ErrAuthUnavailable, err)
+			return "", fmt.Errorf("%w: look up report: %w", authn.ErrAuthUnavailable, err)
 		}
 		if !ok {
-			return fmt.Errorf("%w: rematch may only replace an existing report, and %s has none", authn.ErrBadToken, digest)
+			return "", fmt.Errorf("%w: rematch may only replace an existing report, and %s has none", authn.ErrBadToken, digest)
 		}
-		return nil
+		return Rematch, nil
 	}
-	return g.classify(g.Authz.AuthorizeAdmin(ctx, id, VerbCreate))
+	return scoped(Admin, g.classify(g.Authz.AuthorizeAdmin(ctx, id, VerbCreate)))
+}
+
+// scoped returns scope when err is nil.
+func scoped(scope Scope, err error) (Scope, error) {
+	if err != nil {
+		return "", err
+	}
+	return scope, nil
 }
 
 // classify maps authz's errors onto authn's, which the HTTP layer knows.

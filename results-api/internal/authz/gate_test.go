@@ -48,26 +48,41 @@ func TestGateRoutesEachTokenToItsScope(t *testing.T) {
 
 	for _, tc := range []struct {
 		name, method, token, digest string
+		updateOnly                  bool
 		want                        error // nil, authn.ErrBadToken or authn.ErrNoWriteKey
+		scope                       authz.Scope
 	}{
-		{"scan pod uploads its digest", http.MethodPut, scanToken, digest('a'), nil},
-		{"scan pod uploads another digest", http.MethodPut, scanToken, digest('b'), authn.ErrBadToken},
-		{"scan pod deletes", http.MethodDelete, scanToken, digest('a'), authn.ErrBadToken},
-		{"matcher replaces an existing report", http.MethodPut, matcher, digest('a'), nil},
-		{"matcher creates a new report", http.MethodPut, matcher, digest('b'), authn.ErrBadToken},
-		{"matcher deletes", http.MethodDelete, matcher, digest('a'), authn.ErrBadToken},
-		{"admin by RBAC creates", http.MethodPut, person, digest('b'), nil},
-		{"admin by RBAC deletes", http.MethodDelete, person, digest('a'), nil},
-		{"person without RBAC creates", http.MethodPut, nobody, digest('b'), authn.ErrBadToken},
-		{"person without RBAC deletes", http.MethodDelete, nobody, digest('a'), authn.ErrBadToken},
-		{"static admin token", http.MethodPut, "admin-secret", digest('c'), nil},
-		{"static admin token deletes", http.MethodDelete, "admin-secret", digest('c'), nil},
-		{"garbage token (no TokenReview)", http.MethodPut, "not-a-jwt", digest('a'), authn.ErrBadToken},
+		{"scan pod uploads its digest", http.MethodPut, scanToken, digest('a'), false, nil, authz.Upload},
+		{"scan pod uploads another digest", http.MethodPut, scanToken, digest('b'), false, authn.ErrBadToken, ""},
+		{"scan pod deletes", http.MethodDelete, scanToken, digest('a'), false, authn.ErrBadToken, ""},
+		{"matcher replaces an existing report", http.MethodPut, matcher, digest('a'), false, nil, authz.Rematch},
+		{"matcher creates a new report", http.MethodPut, matcher, digest('b'), false, authn.ErrBadToken, ""},
+		// An update-only write (the vulndb record) needs no look-up: the
+		// store answers 404 for a digest without a report.
+		{"matcher updates a report's DB record", http.MethodPut, matcher, digest('b'), true, nil, authz.Rematch},
+		{"matcher deletes", http.MethodDelete, matcher, digest('a'), false, authn.ErrBadToken, ""},
+		{"admin by RBAC creates", http.MethodPut, person, digest('b'), false, nil, authz.Admin},
+		{"admin by RBAC deletes", http.MethodDelete, person, digest('a'), false, nil, authz.Admin},
+		{"person without RBAC creates", http.MethodPut, nobody, digest('b'), false, authn.ErrBadToken, ""},
+		{"person without RBAC deletes", http.MethodDelete, nobody, digest('a'), false, authn.ErrBadToken, ""},
+		{"static admin token", http.MethodPut, "admin-secret", digest('c'), false, nil, authz.Admin},
+		{"static admin token deletes", http.MethodDelete, "admin-secret", digest('c'), false, nil, authz.Admin},
+		{"garbage token (no TokenReview)", http.MethodPut, "not-a-jwt", digest('a'), false, authn.ErrBadToken, ""},
 	} {
-		r := httptest.NewRequestWithContext(authz.WithDigest(c.ctx, tc.digest), tc.method, "/api/v1/reports/"+tc.digest, nil)
-		err := gate.Authenticate(r, tc.token)
+		ctx := authz.WithDigest(c.ctx, tc.digest)
+		if tc.updateOnly {
+			ctx = authz.WithUpdateOnly(ctx)
+		}
+		r := httptest.NewRequestWithContext(ctx, tc.method, "/api/v1/reports/"+tc.digest, nil)
+		scope, err := gate.AuthenticateScope(r, tc.token)
 		if (tc.want == nil && err != nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+		if scope != tc.scope {
+			t.Errorf("%s: scope %q, want %q", tc.name, scope, tc.scope)
+		}
+		if err2 := gate.Authenticate(r, tc.token); (err2 == nil) != (err == nil) {
+			t.Errorf("%s: Authenticate %v, AuthenticateScope %v", tc.name, err2, err)
 		}
 	}
 

@@ -19,7 +19,7 @@ type Announcer struct {
 	Now func() time.Time
 }
 
-var _ store.Announcer = Announcer{}
+var _ store.ChangeAnnouncer = Announcer{}
 
 // ReportStored builds the crowsnest.report.stored event of a stored report.
 func (a Announcer) ReportStored(s report.Summary) (store.OutboxEvent, error) {
@@ -31,6 +31,13 @@ func (a Announcer) ReportStored(s report.Summary) (store.OutboxEvent, error) {
 func (a Announcer) ReportDeleted(s report.Summary) (store.OutboxEvent, error) {
 	ev, err := deletedEvent(s, a.now())
 	return outboxEvent(evv1.SubjectReportDeleted, ev, err)
+}
+
+// FindingsChanged builds the crowsnest.findings.changed event of a
+// recorded change.
+func (a Announcer) FindingsChanged(c report.Change) (store.OutboxEvent, error) {
+	ev, err := changedEvent(c, a.now())
+	return outboxEvent(evv1.SubjectFindingsChanged, ev, err)
 }
 
 func (a Announcer) now() time.Time {

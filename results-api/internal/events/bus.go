@@ -191,6 +191,17 @@ func (b *Bus) ReportDeleted(s report.Summary) {
 	b.local(evv1.SubjectReportDeleted, ev, err)
 }
 
+// FindingsChanged is ReportStored for a recorded change of a digest's
+// findings (store.PutResult.Change).
+func (b *Bus) FindingsChanged(c report.Change) {
+	if b.nc != nil {
+		b.nudge()
+		return
+	}
+	ev, err := changedEvent(c, time.Now())
+	b.local(evv1.SubjectFindingsChanged, ev, err)
+}
+
 func (b *Bus) local(subject string, ev evv1.Event, err error) {
 	if err != nil {
 		b.o.Logger.Error("build event", "subject", subject, "error", err)
@@ -212,7 +223,9 @@ func (b *Bus) broadcast(ev evv1.Event) {
 		b.o.Logger.Warn("drop undecodable event", "type", ev.Type, "error", err)
 		return
 	}
-	b.o.Hub.Broadcast(msg)
+	if msg != nil {
+		b.o.Hub.Broadcast(msg)
+	}
 }
 
 // fanOut receives every event on crowsnest.> (plain subscription, so every

@@ -2,8 +2,9 @@
 //
 // Report events leave through a transactional outbox. The store writes the
 // crowsnest.report.stored or crowsnest.report.deleted CloudEvent (events/v1,
-// built by Announcer) into the event_outbox table in the transaction of the
-// report change, so a committed change always has its event and a
+// built by Announcer), and crowsnest.findings.changed when the report changed
+// its digest's findings, into the event_outbox table in the transaction of
+// the report change, so a committed change always has its event and a
 // rolled-back one never has. The relay (relay.go; one per replica, any
 // number at once) publishes the rows to JetStream with the event's
 // deterministic id as Nats-Msg-Id and deletes each once the stream has

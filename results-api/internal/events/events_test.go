@@ -98,7 +98,7 @@ func TestEventsPublishConsumeFanOut(t *testing.T) {
 	// Both uploads published the same deterministic id: one message stored.
 	waitFor(t, func() bool {
 		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(evv1.SubjectReportStored))
-		return err == nil && info.State.Msgs == 1
+		return err == nil && info.State.Subjects[evv1.SubjectReportStored] == 1
 	})
 	raw, err := stream.GetLastMsgForSubject(ctx, evv1.SubjectReportStored)
 	if err != nil {

@@ -123,6 +123,18 @@ func outboxRows(t *testing.T, dsn string) []outboxRow {
 	return out
 }
 
+// reportRows keeps the report.stored and report.deleted events of an
+// outbox (each report also writes its findings.changed).
+func reportRows(rows []outboxRow) []outboxRow {
+	var out []outboxRow
+	for _, r := range rows {
+		if strings.HasPrefix(r.Subject, "crowsnest.report.") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // adminExec runs SQL as the test server's superuser, on its postgres
 // database (beside the test's own database, named in dsn).
 func adminExec(t *testing.T, dsn, sql string, args ...any) {

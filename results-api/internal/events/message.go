@@ -24,6 +24,9 @@ const (
 	TypeReportStored  = "report.stored"
 	TypeReportDeleted = "report.deleted"
 	TypeScanStatus    = "scan.status"
+	// TypeFindingsChanged carries the crowsnest.findings.changed payload
+	// (evv1.FindingsChanged) as it is.
+	TypeFindingsChanged = "findings.changed"
 )
 
 func storedPayload(s report.Summary) evv1.ReportStored {
@@ -73,7 +76,8 @@ func scanStatus(ev evv1.Event) (report.ScanStatus, error) {
 	return report.ScanStatus{}, fmt.Errorf("unexpected event type %q", ev.Type)
 }
 
-// frame renders a CloudEvent from the stream as a WebSocket frame.
+// frame renders a CloudEvent from the stream as a WebSocket frame (nil for
+// an event that has none).
 func frame(ev evv1.Event) ([]byte, error) {
 	m := Message{ID: ev.ID, Time: ev.Time}
 	switch ev.Type {
@@ -89,12 +93,20 @@ func frame(ev evv1.Event) ([]byte, error) {
 			return nil, err
 		}
 		m.Type, m.Data = TypeReportDeleted, p
+	case evv1.TypeFindingsChanged:
+		var p evv1.FindingsChanged
+		if err := ev.Decode(&p); err != nil {
+			return nil, err
+		}
+		m.Type, m.Data = TypeFindingsChanged, p
 	case evv1.TypeImageNeeded, evv1.TypeJobDone:
 		st, err := scanStatus(ev)
 		if err != nil {
 			return nil, err
 		}
 		m.Type, m.Data = TypeScanStatus, api.NewScanStatus(&st)
+	case evv1.TypeVulnDBUpdated, evv1.TypeRematchDone:
+		return nil, nil // the matcher's: no WebSocket frame
 	default:
 		return nil, fmt.Errorf("unknown event type %q", ev.Type)
 	}

@@ -49,12 +49,14 @@ func TestOutboxWaitsForNATS(t *testing.T) {
 	}
 	// Several relay polls later the event still waits, and is measured.
 	time.Sleep(3 * fast.RelayPoll)
-	rows := outboxRows(t, srv.DatabaseURL)
-	if len(rows) != 1 || rows[0].Subject != evv1.SubjectReportStored || rows[0].Digest != d {
-		t.Fatalf("outbox %+v, want the report.stored of %s", rows, d)
+	all := outboxRows(t, srv.DatabaseURL)
+	rows := reportRows(all)
+	if len(rows) != 1 || rows[0].Subject != evv1.SubjectReportStored || rows[0].Digest != d ||
+		len(all) != 2 || all[1].Subject != evv1.SubjectFindingsChanged {
+		t.Fatalf("outbox %+v, want the report.stored of %s and its baseline findings.changed", all, d)
 	}
 	waitFor(t, func() bool {
-		return metric(t, srv, "crowsnest_results_api_outbox_depth", "") == 1 &&
+		return metric(t, srv, "crowsnest_results_api_outbox_depth", "") == 2 &&
 			metric(t, srv, "crowsnest_results_api_outbox_oldest_age_seconds", "") > 0
 	})
 
@@ -167,7 +169,7 @@ func TestOutboxOrderPerDigestAcrossReplicas(t *testing.T) {
 		return metric(t, a, "crowsnest_results_api_nats_connected", "") == 0 && metric(t, b, "crowsnest_results_api_nats_connected", "") == 0
 	})
 	changes(101)
-	if n := len(outboxRows(t, a.DatabaseURL)); n != 3*digests {
+	if n := len(reportRows(outboxRows(t, a.DatabaseURL))); n != 3*digests {
 		t.Fatalf("outbox holds %d events with NATS down, want %d", n, 3*digests)
 	}
 	if err := ns.Restart(); err != nil {
@@ -215,7 +217,9 @@ func TestPoisonEventDoesNotBlockOtherDigests(t *testing.T) {
 	if got := streamEvents(ctx, t, js, "crowsnest.report."); got[0].Digest != other {
 		t.Fatalf("published %s, want %s's event", got[0].Digest, other)
 	}
-	waitFor(t, func() bool { rows := outboxRows(t, srv.DatabaseURL); return len(rows) == 2 && rows[0].Attempts >= 3 })
+	// Left: the poison row, then the poisoned digest's report.stored and
+	// findings.changed.
+	waitFor(t, func() bool { rows := outboxRows(t, srv.DatabaseURL); return len(rows) == 3 && rows[0].Attempts >= 3 })
 
 	// Counted: the failures metric equals the poison row's attempts (read
 	// between two equal scrapes, so no attempt falls in between).

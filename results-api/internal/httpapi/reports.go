@@ -15,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/authz"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/ingest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
@@ -66,6 +67,9 @@ func (s *Server) putReport(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, err)
 		return
 	}
+	if scopeOf(r) == authz.Rematch {
+		rep.Cause = report.CauseRematch // the store decides scan or rescan otherwise
+	}
 	res, err := s.cfg.Store.PutReport(r.Context(), rep)
 	if err != nil {
 		writeError(w, r, err)
@@ -83,10 +87,13 @@ func (s *Server) putReport(w http.ResponseWriter, r *http.Request) {
 	default:
 		m.ReportsIngested.WithLabelValues("replaced").Inc()
 	}
-	if !res.Unchanged {
+	if !res.Unchanged && !res.FindingsKept {
 		m.FindingsStored.Add(float64(rep.Findings))
 	}
 	s.cfg.Notifier.ReportStored(res.Summary)
+	if res.Change != nil {
+		s.cfg.Notifier.FindingsChanged(*res.Change)
+	}
 	writeJSON(w, status, api.NewReportSummary(res.Summary))
 }
 

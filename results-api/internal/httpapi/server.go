@@ -22,6 +22,7 @@ import (
 type Notifier interface {
 	ReportStored(s report.Summary)
 	ReportDeleted(s report.Summary)
+	FindingsChanged(c report.Change)
 }
 
 // Config wires the server's parts.
@@ -79,8 +80,9 @@ func (s *Server) Handler() http.Handler { return s.Routes() }
 
 type nopNotifier struct{}
 
-func (nopNotifier) ReportStored(report.Summary)  {}
-func (nopNotifier) ReportDeleted(report.Summary) {}
+func (nopNotifier) ReportStored(report.Summary)   {}
+func (nopNotifier) ReportDeleted(report.Summary)  {}
+func (nopNotifier) FindingsChanged(report.Change) {}
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain")

@@ -144,10 +144,18 @@ type Summary struct {
 	GrypeVersion string
 	DBBuilt      string
 	DBSchema     string
-	Counts       Counts
-	Fixable      int
-	Findings     int
-	Scan         *ScanStatus
+	// MatchedAt is when the findings were last matched against a DB: the
+	// report's write, or a later DB record that left them unchanged
+	// (zero when unknown).
+	MatchedAt time.Time
+	// Cause says why the report was written. The HTTP layer sets
+	// CauseRematch for the rematch scope and leaves it empty otherwise;
+	// the store then decides scan (no report yet) or rescan.
+	Cause    Cause
+	Counts   Counts
+	Fixable  int
+	Findings int
+	Scan     *ScanStatus
 }
 
 // Report is a parsed upload: the summary, its findings and the original bytes.

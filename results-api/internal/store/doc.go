@@ -12,6 +12,15 @@
 // Replicas starting together migrate in turn, under a Postgres session
 // advisory lock (MigrationLockKey).
 //
+// A report that replaces another is compared with it in the same
+// transaction, under the report's row lock: the stored findings' keys are
+// read before they are replaced, report.Diff computes the new and resolved
+// findings, and the change goes into report_changes and
+// report_change_findings (a digest's first report records a baseline;
+// the same keys record nothing). A report whose findings are identical to
+// the stored ones (fingerprint) keeps its findings rows. The change
+// history outlives a deleted report (ListChanges).
+//
 // Report changes write the events they emit into the event_outbox table in
 // their own transaction (Announcer); RelayOutbox is one step of the relay
 // that publishes them (internal/events): it claims the head event of each

@@ -15,6 +15,8 @@ type reportRow struct {
 	GrypeVersion string
 	DBBuilt      string `gorm:"column:db_built"`
 	DBSchema     string `gorm:"column:db_schema"`
+	MatchedAt    *time.Time
+	Cause        string
 	Critical     int
 	High         int
 	Medium       int
@@ -25,6 +27,9 @@ type reportRow struct {
 	Findings     int
 	MaxSeverity  int
 	BOMSHA256    []byte `gorm:"column:bom_sha256"`
+	// FindingsSHA256 is the fingerprint of the stored findings rows
+	// (fingerprint); NULL for reports stored before it existed.
+	FindingsSHA256 []byte `gorm:"column:findings_sha256"`
 }
 
 func (reportRow) TableName() string { return "reports" }
@@ -73,20 +78,23 @@ type scanRow struct {
 
 func (scanRow) TableName() string { return "scans" }
 
-func summaryRow(r *report.Summary, hash []byte) reportRow {
+func summaryRow(r *report.Summary, hash, findings []byte) reportRow {
+	matched := r.StoredAt
 	return reportRow{
 		Digest: r.Digest, Image: r.Image, ScannedAt: r.ScannedAt, StoredAt: r.StoredAt, CreatedAt: r.StoredAt,
-		GrypeVersion: r.GrypeVersion, DBBuilt: r.DBBuilt, DBSchema: r.DBSchema,
+		GrypeVersion: r.GrypeVersion, DBBuilt: r.DBBuilt, DBSchema: r.DBSchema, MatchedAt: &matched, Cause: string(r.Cause),
 		Critical: r.Counts.Critical, High: r.Counts.High, Medium: r.Counts.Medium, Low: r.Counts.Low,
 		Negligible: r.Counts.Negligible, Unknown: r.Counts.Unknown,
 		Fixable: r.Fixable, Findings: r.Findings, MaxSeverity: int(r.Counts.Max()), BOMSHA256: hash,
+		FindingsSHA256: findings,
 	}
 }
 
 func (r reportRow) summary() report.Summary {
 	return report.Summary{
 		Digest: r.Digest, Image: r.Image, ScannedAt: r.ScannedAt.UTC(), StoredAt: r.StoredAt.UTC(),
-		GrypeVersion: r.GrypeVersion, DBBuilt: r.DBBuilt, DBSchema: r.DBSchema,
+		GrypeVersion: r.GrypeVersion, DBBuilt: r.DBBuilt, DBSchema: r.DBSchema, MatchedAt: utc(r.MatchedAt),
+		Cause: report.Cause(r.Cause),
 		Counts: report.Counts{Critical: r.Critical, High: r.High, Medium: r.Medium, Low: r.Low,
 			Negligible: r.Negligible, Unknown: r.Unknown},
 		Fixable: r.Fixable, Findings: r.Findings,
@@ -108,4 +116,12 @@ func (s scanRow) status() report.ScanStatus {
 		State: report.ScanState(s.Status), Reason: s.Reason, Message: s.Message, Attempt: s.Attempt,
 		UpdatedAt: s.UpdatedAt.UTC(),
 	}
+}
+
+// utc dereferences a nullable time (zero for NULL) in UTC.
+func utc(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
 }

@@ -34,6 +34,15 @@ type Announcer interface {
 	ReportDeleted(report.Summary) (OutboxEvent, error)
 }
 
+// ChangeAnnouncer is an Announcer that also announces the changes of
+// digests' findings: with one, PutReport writes a recorded change's event
+// into the outbox after the report's own (internal/events implements it).
+type ChangeAnnouncer interface {
+	Announcer
+	// FindingsChanged builds the event of a recorded change (with its id).
+	FindingsChanged(report.Change) (OutboxEvent, error)
+}
+
 // maxLastError bounds the error text kept with a failed event.
 const maxLastError = 1000
 
@@ -47,6 +56,10 @@ func (s *Store) announce(tx *gorm.DB, build func(Announcer, report.Summary) (Out
 	if err != nil {
 		return fmt.Errorf("build event: %w", err)
 	}
+	return insertOutbox(tx, ev)
+}
+
+func insertOutbox(tx *gorm.DB, ev OutboxEvent) error {
 	return tx.Exec(`INSERT INTO event_outbox (subject, digest, event_id, payload) VALUES (?, ?, ?, ?)`,
 		ev.Subject, ev.Digest, ev.EventID, ev.Payload).Error
 }

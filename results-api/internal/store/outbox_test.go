@@ -29,6 +29,20 @@ func (a announcer) ReportDeleted(s report.Summary) (store.OutboxEvent, error) {
 	return a.event("deleted", s)
 }
 
+// changeAnnouncer is announcer with findings.changed events too
+// (store.ChangeAnnouncer).
+type changeAnnouncer struct{ announcer }
+
+func (a changeAnnouncer) FindingsChanged(c report.Change) (store.OutboxEvent, error) {
+	if a.refuse {
+		return store.OutboxEvent{}, errors.New("announcer refuses")
+	}
+	payload, err := json.Marshal(map[string]any{"kind": "changed", "digest": c.Digest, "baseline": c.Baseline,
+		"new": len(c.New), "resolved": len(c.Resolved)})
+	return store.OutboxEvent{Subject: "crowsnest.findings.changed", Digest: c.Digest,
+		EventID: fmt.Sprintf("changed-%s-%d", c.Digest[7:15], c.ID), Payload: payload}, err
+}
+
 func (a announcer) event(kind string, s report.Summary) (store.OutboxEvent, error) {
 	if a.refuse {
 		return store.OutboxEvent{}, errors.New("announcer refuses")

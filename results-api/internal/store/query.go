@@ -13,7 +13,7 @@ import (
 )
 
 // listSelect reads summaries with their scan status; it never touches BOMs.
-const listSelect = `SELECT r.digest, r.image, r.scanned_at, r.stored_at, r.grype_version, r.db_built, r.db_schema,
+const listSelect = `SELECT r.digest, r.image, r.scanned_at, r.stored_at, r.grype_version, r.db_built, r.db_schema, r.matched_at, r.cause,
  r.critical, r.high, r.medium, r.low, r.negligible, r.unknown, r.fixable, r.findings,
  s.status AS s_status, s.image AS s_image, s.namespace AS s_namespace, s.scanner AS s_scanner, s.job AS s_job,
  s.reason AS s_reason, s.message AS s_message, s.attempt AS s_attempt, s.updated_at AS s_updated_at
@@ -28,6 +28,8 @@ type listRow struct {
 	GrypeVersion string
 	DBBuilt      string `gorm:"column:db_built"`
 	DBSchema     string `gorm:"column:db_schema"`
+	MatchedAt    *time.Time
+	Cause        string
 	Critical     int
 	High         int
 	Medium       int
@@ -49,7 +51,8 @@ type listRow struct {
 
 func (l listRow) summary() report.Summary {
 	sum := reportRow{Digest: l.Digest, Image: l.Image, ScannedAt: l.ScannedAt, StoredAt: l.StoredAt,
-		GrypeVersion: l.GrypeVersion, DBBuilt: l.DBBuilt, DBSchema: l.DBSchema, Critical: l.Critical, High: l.High,
+		GrypeVersion: l.GrypeVersion, DBBuilt: l.DBBuilt, DBSchema: l.DBSchema, MatchedAt: l.MatchedAt, Cause: l.Cause,
+		Critical: l.Critical, High: l.High,
 		Medium: l.Medium, Low: l.Low, Negligible: l.Negligible, Unknown: l.Unknown, Fixable: l.Fixable,
 		Findings: l.Findings}.summary()
 	if l.SStatus != nil {

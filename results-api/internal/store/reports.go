@@ -36,7 +36,14 @@ const (
 type PutResult struct {
 	Created   bool // no report existed for the digest
 	Unchanged bool // the same bytes were stored already; only timestamps moved
-	Summary   report.Summary
+	// FindingsKept: a replacement with the same findings (fingerprint)
+	// kept the stored findings rows; only the summary and BOM were written.
+	FindingsKept bool
+	Summary      report.Summary
+	// Change is the change the report made to its digest's findings, as
+	// recorded (with its id): a baseline for a new digest, nil when the
+	// finding keys stayed the same.
+	Change *report.Change
 }
 
 // PutReport stores a report by digest in one transaction: a new digest is
@@ -44,8 +51,17 @@ type PutResult struct {
 // image reference); a different report replaces the summary, findings and
 // BOM atomically. Each of the three writes its report.stored event into
 // the outbox in the same transaction (when the store has an Announcer).
+//
+// The report's cause is CauseRematch when r.Cause says so (the rematch
+// scope), else CauseScan for a new digest and CauseRescan for a
+// replacement. A new digest records a baseline change; a replacement
+// whose finding keys differ from the stored ones records a change with
+// the new and resolved findings (report.Diff), and its findings.changed
+// event follows report.stored in the outbox. A replacement with the same
+// findings as stored (fingerprint) keeps the findings rows.
 func (s *Store) PutReport(ctx context.Context, r *report.Report) (PutResult, error) {
 	hash := sha256.Sum256(r.Raw)
+	fp := fingerprint(r.FindingList) // outside the transaction: it holds the row lock
 	var res PutResult
 	// One pinned connection carries both gorm's transaction and the COPY of
 	// the findings (copyFindings), so both run in the same transaction.
@@ -55,24 +71,33 @@ func (s *Store) PutReport(ctx context.Context, r *report.Report) (PutResult, err
 			return fmt.Errorf("connection pool is %T, want *sql.Conn", db.Statement.ConnPool)
 		}
 		return db.Transaction(func(tx *gorm.DB) error {
-			if err := s.putTx(ctx, tx, conn, r, hash[:], &res); err != nil {
+			res = PutResult{}
+			if err := s.putTx(ctx, tx, conn, r, hash[:], fp, &res); err != nil {
 				return err
 			}
-			return s.announce(tx, Announcer.ReportStored, res.Summary)
+			if err := s.announce(tx, Announcer.ReportStored, res.Summary); err != nil {
+				return err
+			}
+			if res.Change == nil {
+				return nil
+			}
+			return s.announceChange(tx, *res.Change)
 		})
 	})
 	return res, s.fail("put report", err)
 }
 
 // putTx is PutReport inside its transaction.
-func (s *Store) putTx(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *report.Report, hash []byte, res *PutResult) error {
+func (s *Store) putTx(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *report.Report, hash, fp []byte, res *PutResult) error {
 	var cur reportRow
 	found, err := lockReport(tx, r.Digest, &cur)
 	if err != nil {
 		return err
 	}
+	rematch := r.Cause == report.CauseRematch
 	if !found {
-		row := summaryRow(&r.Summary, hash)
+		row := summaryRow(&r.Summary, hash, fp)
+		row.Cause = string(causeOf(rematch, false))
 		ins := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
 		if ins.Error != nil {
 			return ins.Error
@@ -80,7 +105,11 @@ func (s *Store) putTx(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *repor
 		if ins.RowsAffected == 1 {
 			res.Created = true
 			res.Summary = row.summary()
-			return writeContents(ctx, tx, conn, r)
+			if err := writeContents(ctx, tx, conn, r); err != nil {
+				return err
+			}
+			ch := report.Baseline(r.FindingList)
+			return recordChange(ctx, tx, conn, &res.Summary, &ch, res)
 		}
 		// A concurrent upload inserted it first: replace it instead.
 		if found, err = lockReport(tx, r.Digest, &cur); err != nil || !found {
@@ -101,7 +130,8 @@ func (s *Store) putTx(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *repor
 		res.Summary = cur.summary()
 		return nil
 	}
-	row := summaryRow(&r.Summary, hash)
+	row := summaryRow(&r.Summary, hash, fp)
+	row.Cause = string(causeOf(rematch, true))
 	if row.Image == "" {
 		row.Image = cur.Image
 	}
@@ -109,11 +139,38 @@ func (s *Store) putTx(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *repor
 	if err := tx.Select("*").Where("digest = ?", r.Digest).Updates(&row).Error; err != nil {
 		return err
 	}
+	res.Summary = row.summary()
+	if bytes.Equal(cur.FindingsSHA256, fp) {
+		// The same findings: no change, and the rows stay as they are.
+		res.FindingsKept = true
+		return writeBOM(tx, r)
+	}
+	prev, err := storedFindings(ctx, conn, r.Digest)
+	if err != nil {
+		return err
+	}
 	if err := tx.Where("digest = ?", r.Digest).Delete(&findingRow{}).Error; err != nil {
 		return err
 	}
-	res.Summary = row.summary()
-	return writeContents(ctx, tx, conn, r)
+	if err := writeContents(ctx, tx, conn, r); err != nil {
+		return err
+	}
+	ch := report.Diff(prev, r.FindingList)
+	if ch.Empty() {
+		return nil
+	}
+	return recordChange(ctx, tx, conn, &res.Summary, &ch, res)
+}
+
+// causeOf decides a report's cause from its writer, never from its body.
+func causeOf(rematch, replaces bool) report.Cause {
+	switch {
+	case rematch:
+		return report.CauseRematch
+	case replaces:
+		return report.CauseRescan
+	}
+	return report.CauseScan
 }
 
 func lockReport(tx *gorm.DB, digest string, into *reportRow) (bool, error) {
@@ -126,6 +183,11 @@ func writeContents(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *report.R
 	if err := copyFindings(ctx, conn, r.Digest, r.FindingList); err != nil {
 		return fmt.Errorf("insert findings: %w", err)
 	}
+	return writeBOM(tx, r)
+}
+
+// writeBOM writes the compressed BOM of r.
+func writeBOM(tx *gorm.DB, r *report.Report) error {
 	bom := bomRow{Digest: r.Digest, Encoding: "zstd", Size: int64(len(r.Raw)), Data: zenc.EncodeAll(r.Raw, nil)}
 	return tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&bom).Error
 }
@@ -248,7 +310,9 @@ func (b *BOMReader) Close() error {
 
 // DeleteReport deletes a report with its findings and BOM and returns the
 // deleted summary; its report.deleted event goes into the outbox in the
-// same transaction (when the store has an Announcer).
+// same transaction (when the store has an Announcer). The digest's change
+// history stays: it records what was seen, and the next report of the
+// digest starts it again with a baseline.
 func (s *Store) DeleteReport(ctx context.Context, digest string) (*report.Summary, error) {
 	var sum report.Summary
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {

@@ -33,5 +33,7 @@ describe('routes', () => {
     expect(match(`/images/${d}`).params).toEqual({ digest: d });
     expect(match('/vulnerabilities/CVE-2024-1').params).toEqual({ id: 'CVE-2024-1' });
     expect(match('/images/sha256:xyz').name).toBe('notfound');
+    expect(match('/changes', '?since=7d&minSeverity=high').name).toBe('changes');
+    expect(match('/changes/').query.toString()).toBe('');
   });
 });

@@ -80,6 +80,19 @@ describe('API client', () => {
     expect(createClient().bomUrl(digest).startsWith('/api/v1/reports/')).toBe(true);
   });
 
+  it('builds the changes feed and a digest history URLs', async () => {
+    reply = () => ({ status: 200, body: { items: [] } });
+    const c = createClient({ baseUrl: base });
+    await c.listChanges();
+    await c.listChanges({ since: '2026-11-15T10:00:00.000Z', minSeverity: 'high', cause: 'rematch', limit: 20, cursor: 'eyJ0/+' });
+    await c.listReportChanges(digest, { limit: 10, cursor: 'abc' });
+    expect(seen.map((s) => s.url)).toEqual([
+      '/api/v1/changes',
+      '/api/v1/changes?since=2026-11-15T10%3A00%3A00.000Z&minSeverity=high&cause=rematch&limit=20&cursor=eyJ0%2F%2B',
+      `/api/v1/reports/sha256:${'a1'.repeat(32)}/changes?limit=10&cursor=abc`,
+    ]);
+  });
+
   it('deletes with the bearer token and resolves on 204', async () => {
     reply = () => ({ status: 204 });
     await createClient({ baseUrl: base }).deleteReport(digest, 's3cret');

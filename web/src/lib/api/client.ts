@@ -3,6 +3,9 @@
 // and the error shape.
 import type {
   ApiErrorBody,
+  ChangeList,
+  ChangePageQuery,
+  ChangeQuery,
   FindingQuery,
   ReportDetail,
   ReportList,
@@ -105,6 +108,14 @@ export function createClient(options: ClientOptions = {}) {
     },
     getStats(signal?: AbortSignal): Promise<Stats> {
       return json(url('/stats'), { signal });
+    },
+    /** The fleet's findings changes, newest first; nextCursor is absent on the last page. */
+    listChanges(query: ChangeQuery = {}, signal?: AbortSignal): Promise<ChangeList> {
+      return json(url('/changes', query), { signal });
+    },
+    /** One digest's change history, newest first. */
+    listReportChanges(digest: string, query: ChangePageQuery = {}, signal?: AbortSignal): Promise<ChangeList> {
+      return json(url(`/reports/${seg(digest)}/changes`, query), { signal });
     },
   };
 }

@@ -54,6 +54,12 @@ describe('event stream', () => {
     expect(parseEvent(JSON.stringify({ ...ok, type: 'report.exploded' }))).toBeNull();
     expect(parseEvent(JSON.stringify({ ...ok, data: null }))).toBeNull();
     expect(parseEvent(new ArrayBuffer(2))).toBeNull();
+    const changed = {
+      type: 'findings.changed', id: 'c', time: 't',
+      data: { changeId: 7, digest, image: 'i', cause: 'rematch', changedAt: 't', baseline: false, newCounts: {}, resolvedCounts: {} },
+    };
+    expect(parseEvent(JSON.stringify(changed))).toEqual(changed);
+    expect(parseEvent(JSON.stringify({ ...changed, data: { changeId: 7 } }))).toBeNull();
   });
 
   it('delivers events, reconnects after the server goes away and signals the reconnect', async () => {

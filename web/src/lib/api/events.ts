@@ -23,7 +23,7 @@ export interface EventsConnection {
   close(): void;
 }
 
-const TYPES = new Set(['report.stored', 'report.deleted', 'scan.status']);
+const TYPES = new Set(['report.stored', 'report.deleted', 'scan.status', 'findings.changed']);
 
 /** Delay before reconnect attempt `attempt` (0-based): exponential, capped, with 50% jitter. */
 export function backoffDelay(attempt: number, minMs: number, maxMs: number, random: () => number): number {

@@ -98,6 +98,85 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/reports/{digest}/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Image manifest digest. */
+                digest: components["parameters"]["Digest"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A digest's change history, newest first.
+         * @description One change per report that changed the digest's findings: the
+         *     digest's first report (a baseline, with counts only) and each later
+         *     report whose findings, keyed by (vulnerability id, package name,
+         *     version, type), differ from the report it replaced. A report with
+         *     the same finding keys makes no change. The history outlives a
+         *     deleted report; a digest reported again after a deletion starts with
+         *     a new baseline. An unknown digest has an empty history.
+         */
+        get: operations["listReportChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reports/{digest}/vulndb": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Image manifest digest. */
+                digest: components["parameters"]["Digest"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Record that a report was matched against another DB without a change.
+         * @description The matcher's cheap alternative to uploading a re-matched report whose
+         *     findings did not change: sets the report's dbBuilt, dbSchema and
+         *     matchedAt and nothing else (no findings, no BOM, no report.stored
+         *     event). Allowed to the rematch and admin scopes; the upload scope
+         *     gets 403. The body is at most 1 KiB.
+         */
+        put: operations["putReportVulnDB"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The fleet-wide feed of findings changes, newest first.
+         * @description Every digest's changes (see /api/v1/reports/{digest}/changes), newest
+         *     first (by changedAt, then id). With minSeverity a change is listed
+         *     when it has a new or resolved finding of that severity or worse, and
+         *     only such findings are listed with it (the counts stay complete).
+         */
+        get: operations["listChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/vulnerabilities/{id}": {
         parameters: {
             query?: never;
@@ -256,9 +335,16 @@ export interface components {
         Severity: "critical" | "high" | "medium" | "low" | "negligible" | "unknown";
         /** @enum {string} */
         ScanState: "queued" | "scanning" | "failed" | "done";
+        /**
+         * @description Why the report was written, decided by the server from the writer:
+         *     scan (the digest's first report), rescan (a later scan of a digest
+         *     that had one), rematch (the matcher's rematch scope).
+         * @enum {string}
+         */
+        Cause: "scan" | "rescan" | "rematch";
         Error: {
             error: {
-                /** @description Stable machine-readable code, e.g. invalid_digest, invalid_bom, not_cyclonedx, too_large, too_many_findings, unsupported_media_type, unauthorized, forbidden, not_found, busy, db_timeout, auth_unavailable, too_many_connections. */
+                /** @description Stable machine-readable code, e.g. invalid_digest, invalid_query, invalid_vulndb, invalid_bom, not_cyclonedx, too_large, too_many_findings, unsupported_media_type, unauthorized, forbidden, not_found, busy, db_timeout, auth_unavailable, too_many_connections. */
                 code: string;
                 message: string;
                 requestId?: string;
@@ -301,10 +387,16 @@ export interface components {
              */
             storedAt: string;
             grypeVersion: string;
-            /** @description Grype DB build time (RFC 3339) when the BOM says */
+            /** @description Grype DB build time (RFC 3339) when the BOM (or a later PUT .../vulndb) says, else empty. */
             dbBuilt: string;
-            /** @description Grype DB schema version when the BOM says. */
+            /** @description Grype DB schema version when the BOM (or a later PUT .../vulndb) says. */
             dbSchema?: string;
+            /**
+             * Format: date-time
+             * @description When the findings were last matched against a DB (the report's write or a later PUT .../vulndb).
+             */
+            matchedAt?: string;
+            cause: components["schemas"]["Cause"];
             counts: components["schemas"]["SeverityCounts"];
             /** @description Findings with at least one fixed-in version. */
             fixable: number;
@@ -322,7 +414,7 @@ export interface components {
         Package: {
             name: string;
             version: string;
-            /** @description Package type from the purl (apk */
+            /** @description Package type from the purl (apk, deb, golang, npm, ...). */
             type: string;
             purl: string;
         };
@@ -352,6 +444,9 @@ export interface components {
             grypeVersion: string;
             dbBuilt: string;
             dbSchema?: string;
+            /** Format: date-time */
+            matchedAt?: string;
+            cause: components["schemas"]["Cause"];
             counts: components["schemas"]["SeverityCounts"];
             fixable: number;
             /** @description Number of findings of the report (all pages). */
@@ -426,12 +521,87 @@ export interface components {
             digest: components["schemas"]["Digest"];
             image: string;
         };
+        ChangedPackage: {
+            name: string;
+            version: string;
+            /** @description Package type from the purl (apk, deb, golang, npm, ...). */
+            type: string;
+        };
+        /** @description A finding new in, or resolved by, a report; keyed by (id, package name, version, type). */
+        ChangedFinding: {
+            /** @example CVE-2024-1234 */
+            id: string;
+            severity: components["schemas"]["Severity"];
+            package: components["schemas"]["ChangedPackage"];
+            fixedIn?: string[];
+        };
+        /** @description What one report changed in its digest's findings. */
+        Change: {
+            /** Format: int64 */
+            id: number;
+            digest: components["schemas"]["Digest"];
+            image: string;
+            cause: components["schemas"]["Cause"];
+            /** @description Grype DB build time the report was matched with (RFC 3339), or empty. */
+            dbBuilt: string;
+            dbSchema?: string;
+            /** Format: date-time */
+            changedAt: string;
+            /** @description The digest's first report; newCounts counts its findings and none are listed. */
+            baseline: boolean;
+            newCounts: components["schemas"]["SeverityCounts"];
+            resolvedCounts: components["schemas"]["SeverityCounts"];
+            /** @description New findings, worst first; at most 200. */
+            new: components["schemas"]["ChangedFinding"][];
+            /** @description Resolved findings, worst first; at most 200. */
+            resolved: components["schemas"]["ChangedFinding"][];
+            /** @description A list holds only the first 200 of its (filtered) findings. */
+            truncated: boolean;
+        };
+        ChangeList: {
+            items: components["schemas"]["Change"][];
+            /** @description Absent on the last page. */
+            nextCursor?: string;
+        };
+        VulnDBRecord: {
+            /**
+             * Format: date-time
+             * @description The DB's build time (RFC 3339).
+             */
+            built: string;
+            /** @example v6.0.2 */
+            schema: string;
+        };
+        /**
+         * @description Payload of crowsnest.findings.changed (events/v1 FindingsChanged). A
+         *     baseline has counts only; otherwise new and resolved list at most 100
+         *     findings each, and truncated with changesPath says where the rest are.
+         */
+        FindingsChanged: {
+            /** Format: int64 */
+            changeId: number;
+            digest: components["schemas"]["Digest"];
+            image: string;
+            cause: components["schemas"]["Cause"];
+            dbBuilt?: string;
+            dbSchema?: string;
+            /** Format: date-time */
+            changedAt: string;
+            baseline: boolean;
+            newCounts: components["schemas"]["SeverityCounts"];
+            resolvedCounts: components["schemas"]["SeverityCounts"];
+            new?: components["schemas"]["ChangedFinding"][];
+            resolved?: components["schemas"]["ChangedFinding"][];
+            truncated?: boolean;
+            /** @example /api/v1/reports/sha256:3f1e.../changes */
+            changesPath?: string;
+        };
         /** @enum {string} */
-        EventType: "report.stored" | "report.deleted" | "scan.status";
+        EventType: "report.stored" | "report.deleted" | "scan.status" | "findings.changed";
         /**
          * @description One WebSocket text frame on /api/v1/events. data is a ReportStored for
-         *     report.stored, a ReportDeleted for report.deleted, and a ScanStatus for
-         *     scan.status.
+         *     report.stored, a ReportDeleted for report.deleted, a ScanStatus for
+         *     scan.status and a FindingsChanged for findings.changed.
          */
         EventMessage: {
             type: components["schemas"]["EventType"];
@@ -439,7 +609,7 @@ export interface components {
             id: string;
             /** Format: date-time */
             time: string;
-            data: components["schemas"]["ReportStored"] | components["schemas"]["ReportDeleted"] | components["schemas"]["ScanStatus"];
+            data: components["schemas"]["ReportStored"] | components["schemas"]["ReportDeleted"] | components["schemas"]["ScanStatus"] | components["schemas"]["FindingsChanged"];
         };
     };
     responses: {
@@ -527,6 +697,10 @@ export interface components {
     parameters: {
         /** @description Image manifest digest. */
         Digest: components["schemas"]["Digest"];
+        /** @description Changes per page. */
+        ChangeLimit: number;
+        /** @description Opaque cursor from a previous page's nextCursor, with the same filters; any other value is 400 invalid_query. */
+        ChangeCursor: string;
     };
     requestBodies: never;
     headers: never;
@@ -725,6 +899,99 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listReportChanges: {
+        parameters: {
+            query?: {
+                /** @description Changes per page. */
+                limit?: components["parameters"]["ChangeLimit"];
+                /** @description Opaque cursor from a previous page's nextCursor, with the same filters; any other value is 400 invalid_query. */
+                cursor?: components["parameters"]["ChangeCursor"];
+            };
+            header?: never;
+            path: {
+                /** @description Image manifest digest. */
+                digest: components["parameters"]["Digest"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of changes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangeList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    putReportVulnDB: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Image manifest digest. */
+                digest: components["parameters"]["Digest"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VulnDBRecord"];
+            };
+        };
+        responses: {
+            /** @description Recorded. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["TooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listChanges: {
+        parameters: {
+            query?: {
+                /** @description Changes per page. */
+                limit?: components["parameters"]["ChangeLimit"];
+                /** @description Opaque cursor from a previous page's nextCursor, with the same filters; any other value is 400 invalid_query. */
+                cursor?: components["parameters"]["ChangeCursor"];
+                /** @description Only changes at or after this time (RFC 3339). */
+                since?: string;
+                /** @description Only changes with a new or resolved finding of this severity or worse. */
+                minSeverity?: components["schemas"]["Severity"];
+                cause?: components["schemas"]["Cause"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of changes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangeList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
             503: components["responses"]["Unavailable"];
         };
     };

@@ -7,6 +7,7 @@ type Schemas = components['schemas'];
 
 export type Severity = Schemas['Severity'];
 export type ScanState = Schemas['ScanState'];
+export type Cause = Schemas['Cause'];
 export type SeverityCounts = Schemas['SeverityCounts'];
 export type ScanStatus = Schemas['ScanStatus'];
 export type ReportSummary = Schemas['ReportSummary'];
@@ -20,6 +21,10 @@ export type Stats = Schemas['Stats'];
 export type TopVulnerability = Schemas['TopVulnerability'];
 export type ReportStored = Schemas['ReportStored'];
 export type ReportDeleted = Schemas['ReportDeleted'];
+export type Change = Schemas['Change'];
+export type ChangeList = Schemas['ChangeList'];
+export type ChangedFinding = Schemas['ChangedFinding'];
+export type FindingsChanged = Schemas['FindingsChanged'];
 export type EventType = Schemas['EventType'];
 export type ApiErrorBody = Schemas['Error'];
 
@@ -28,12 +33,17 @@ export type ReportSort = NonNullable<ReportQuery['sort']>;
 /** One page of a report's findings: sort, findingsLimit and the previous page's findingsNextCursor. */
 export type FindingQuery = NonNullable<operations['getReport']['parameters']['query']>;
 export type FindingSort = NonNullable<FindingQuery['sort']>;
+/** The fleet feed's query: since (RFC 3339), minSeverity, cause, limit and the previous page's nextCursor. */
+export type ChangeQuery = NonNullable<operations['listChanges']['parameters']['query']>;
+/** One digest's history: limit and cursor. */
+export type ChangePageQuery = NonNullable<operations['listReportChanges']['parameters']['query']>;
 
 /** A WebSocket frame from /api/v1/events, discriminated by type. */
 export type EventMessage =
   | { type: 'report.stored'; id: string; time: string; data: ReportStored }
   | { type: 'report.deleted'; id: string; time: string; data: ReportDeleted }
-  | { type: 'scan.status'; id: string; time: string; data: ScanStatus };
+  | { type: 'scan.status'; id: string; time: string; data: ScanStatus }
+  | { type: 'findings.changed'; id: string; time: string; data: FindingsChanged };
 
 /** Worst first; the order every count, badge and chart uses. */
 export const SEVERITIES: readonly Severity[] = [

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { get } from 'svelte/store';
-import type { ReportSummary, ScanStatus } from '../api/types';
-import { createLiveStore, type LiveStore } from './live';
+import type { FindingsChanged, ReportSummary, ScanStatus } from '../api/types';
+import { createLiveStore, framesAfter, type LiveStore } from './live';
 
 const counts = { critical: 0, high: 0, medium: 0, low: 0, negligible: 0, unknown: 0 };
 
@@ -14,6 +14,7 @@ function row(n: number, extra: Partial<ReportSummary> = {}): ReportSummary {
     storedAt: '2026-11-21T10:00:01Z',
     grypeVersion: '0.121.2',
     dbBuilt: '',
+    cause: 'scan',
     counts: { ...counts, high: n },
     fixable: 0,
     findings: n,
@@ -162,6 +163,27 @@ describe('live store', () => {
     expect(s.scans.get(row(2).digest)?.status).toBe('done');
     expect(s.scans.get(row(3).digest)?.reason).toBe('ImagePullFailed');
     expect(s.changes).toBe(1);
+  });
+
+  it('logs findings.changed frames in order, bounded, without touching rows or report counters', () => {
+    const small = createLiveStore({ changeLogSize: 3 });
+    small.resync({ items: [row(1)], total: 1 });
+    const frame = (id: number): FindingsChanged => ({
+      changeId: id, digest: row(1).digest, image: row(1).image, cause: 'rescan', changedAt: '2026-11-21T10:00:00Z',
+      baseline: false, newCounts: { ...counts, high: 1 }, resolvedCounts: counts,
+    });
+    for (let i = 1; i <= 5; i++) {
+      expect(small.apply({ type: 'findings.changed', id: `f${i}`, time: '', data: frame(100 + i) })).toBe(false);
+    }
+    const s = get(small);
+    expect(s.changeSeq).toBe(5);
+    expect(s.changeLog.map((f) => [f.seq, f.data.changeId])).toEqual([[3, 103], [4, 104], [5, 105]]);
+    expect(framesAfter(s.changeLog, 3).map((f) => f.data.changeId)).toEqual([104, 105]);
+    expect(framesAfter(s.changeLog, 5)).toEqual([]);
+    expect(s.changes).toBe(0);
+    expect(s.highlighted.size).toBe(0);
+    expect(s.rows).toHaveLength(1);
+    small.destroy();
   });
 
   it('tracks connection state and counts reconnects', () => {

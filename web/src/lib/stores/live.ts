@@ -1,10 +1,17 @@
 // The one live-event store: the rows the images view shows, the scan status of
-// each digest, the WebSocket's state and which rows just changed. Views fill it
-// from the REST client (resync/append) and the event stream keeps it current
-// (add/update/remove); components only read it.
+// each digest, the WebSocket's state, which rows just changed and the recent
+// findings.changed frames. Views fill it from the REST client (resync/append)
+// and the event stream keeps it current (add/update/remove); components only
+// read it.
 import { writable, type Readable } from 'svelte/store';
 import type { ConnectionState } from '../api/events';
-import type { EventMessage, ReportList, ReportSummary, ScanStatus } from '../api/types';
+import type { EventMessage, FindingsChanged, ReportList, ReportSummary, ScanStatus } from '../api/types';
+
+/** A findings.changed frame as it arrived, numbered in arrival order. */
+export interface ChangeFrame {
+  seq: number;
+  data: FindingsChanged;
+}
 
 export interface LiveState {
   rows: ReportSummary[];
@@ -22,6 +29,14 @@ export interface LiveState {
   changes: number;
   /** The last event applied, for views that watch one digest (image detail). */
   lastEvent?: EventMessage;
+  /**
+   * The latest findings.changed frames, oldest first, at most changeLogSize.
+   * Views remember the last seq they merged and take the frames after it, so
+   * no frame is missed when several arrive between two renders.
+   */
+  changeLog: ChangeFrame[];
+  /** The seq of the newest frame in changeLog (0 before the first). */
+  changeSeq: number;
 }
 
 export type ReportPatch = Pick<ReportSummary, 'digest'> & Partial<ReportSummary>;
@@ -46,6 +61,12 @@ export interface LiveStore extends Readable<LiveState> {
 
 export interface LiveStoreOptions {
   highlightMs?: number;
+  changeLogSize?: number;
+}
+
+/** The frames of the log that arrived after seq, oldest first. */
+export function framesAfter(log: readonly ChangeFrame[], seq: number): ChangeFrame[] {
+  return log.filter((f) => f.seq > seq);
 }
 
 function initial(): LiveState {
@@ -58,6 +79,8 @@ function initial(): LiveState {
     connection: 'connecting',
     reconnects: 0,
     changes: 0,
+    changeLog: [],
+    changeSeq: 0,
   };
 }
 
@@ -68,6 +91,7 @@ function changed(a: ReportSummary, b: ReportSummary): boolean {
 
 export function createLiveStore(options: LiveStoreOptions = {}): LiveStore {
   const highlightMs = options.highlightMs ?? 2500;
+  const changeLogSize = options.changeLogSize ?? 200;
   const store = writable<LiveState>(initial());
   const timers = new Map<string, ReturnType<typeof setTimeout>>();
 
@@ -180,6 +204,15 @@ export function createLiveStore(options: LiveStoreOptions = {}): LiveStore {
         case 'scan.status':
           upsertScan(msg.data);
           return false;
+        case 'findings.changed': {
+          const data = msg.data;
+          store.update((s) => {
+            const seq = s.changeSeq + 1;
+            const changeLog = s.changeLog.concat({ seq, data }).slice(-changeLogSize);
+            return { ...s, changeLog, changeSeq: seq };
+          });
+          return false;
+        }
       }
     },
     destroy() {

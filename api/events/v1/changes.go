@@ -1,0 +1,106 @@
+package v1
+
+import "time"
+
+// Cause says why results-api stored a report. results-api decides it from
+// the writer, never from the uploaded body.
+type Cause string
+
+// Causes of a stored report.
+const (
+	// CauseScan is the first report of a digest, from its scan Job.
+	CauseScan Cause = "scan"
+	// CauseRescan is a later scan of a digest that already had a report.
+	CauseRescan Cause = "rescan"
+	// CauseRematch is the matcher matching the stored SBOM again against a
+	// newer vulnerability DB (the rematch write scope).
+	CauseRematch Cause = "rematch"
+)
+
+// MaxChangedFindings caps each of FindingsChanged.New and
+// FindingsChanged.Resolved; the full lists are served by the REST API at
+// ChangesPath.
+const MaxChangedFindings = 100
+
+// ChangedPackage is the affected package of a changed finding. A finding
+// is identified across reports of one digest by (vulnerability id,
+// package name, version, type).
+type ChangedPackage struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Type    string `json:"type"` // purl type: apk, deb, golang, npm, …
+}
+
+// ChangedFinding is a finding that appeared in (new) or disappeared from
+// (resolved) a digest's report.
+type ChangedFinding struct {
+	ID       string         `json:"id"`       // vulnerability id, e.g. CVE-2026-1234
+	Severity string         `json:"severity"` // critical|high|medium|low|negligible|unknown
+	Package  ChangedPackage `json:"package"`
+	// FixedIn lists the versions that fix it, when known.
+	FixedIn []string `json:"fixedIn,omitempty"`
+}
+
+// FindingsChanged is published by results-api on crowsnest.findings.changed
+// when a digest's findings change: in the transaction that stores the new
+// report (transactional outbox), once per change, with a deterministic id
+// derived from the digest and the change's id.
+//
+// The first report of a digest is a baseline: Baseline is true, NewCounts
+// counts its findings and no finding is listed. A later report that keeps
+// exactly the same finding keys publishes nothing.
+type FindingsChanged struct {
+	// ChangeID is the change's id in the REST API
+	// (GET /api/v1/reports/{digest}/changes).
+	ChangeID  int64     `json:"changeId"`
+	Digest    string    `json:"digest"` // sha256:<64 hex>
+	Image     string    `json:"image"`  // repository@sha256:<64 hex>
+	Cause     Cause     `json:"cause"`
+	DBBuilt   string    `json:"dbBuilt,omitempty"`  // Grype DB build time (RFC 3339) the report was matched with
+	DBSchema  string    `json:"dbSchema,omitempty"` // Grype DB schema version, e.g. v6.0.2
+	ChangedAt time.Time `json:"changedAt"`
+	Baseline  bool      `json:"baseline"`
+	// NewCounts and ResolvedCounts count every new and resolved finding by
+	// severity, listed or not.
+	NewCounts      SeverityCounts `json:"newCounts"`
+	ResolvedCounts SeverityCounts `json:"resolvedCounts"`
+	// New and Resolved list the changed findings, worst first, at most
+	// MaxChangedFindings each; absent on a baseline.
+	New      []ChangedFinding `json:"new,omitempty"`
+	Resolved []ChangedFinding `json:"resolved,omitempty"`
+	// Truncated is true when a list was cut at MaxChangedFindings;
+	// ChangesPath (set only then) is the API path that lists them all.
+	Truncated   bool   `json:"truncated,omitempty"`
+	ChangesPath string `json:"changesPath,omitempty"`
+}
+
+// VulnDBUpdated is published by the matcher on crowsnest.vulndb.updated when
+// it activates a new Grype vulnerability DB (fetched or imported), before it
+// re-matches the stored reports against it.
+type VulnDBUpdated struct {
+	Built    time.Time `json:"built"`    // the active DB's build time
+	Schema   string    `json:"schema"`   // its schema version, e.g. v6.0.2
+	Checksum string    `json:"checksum"` // its archive checksum, e.g. sha256:<hex>
+	// Source says where the DB came from: the listing URL it was fetched
+	// from, or "import" for an air-gap import.
+	Source string `json:"source"`
+	// PreviousBuilt is the build time of the DB it replaced; absent for
+	// the first DB.
+	PreviousBuilt *time.Time `json:"previousBuilt,omitempty"`
+}
+
+// RematchDone is published by the matcher on crowsnest.rematch.done when it
+// has re-matched every stored report against one DB.
+type RematchDone struct {
+	DBBuilt time.Time `json:"dbBuilt"` // the DB the reports were matched against
+	// ReportsTotal = ReportsChanged + ReportsUnchanged + ReportsFailed.
+	ReportsTotal int `json:"reportsTotal"`
+	// ReportsChanged had different findings: uploaded again (each with its
+	// findings.changed event when the finding keys changed).
+	ReportsChanged int `json:"reportsChanged"`
+	// ReportsUnchanged kept their findings: only their DB record was updated.
+	ReportsUnchanged int       `json:"reportsUnchanged"`
+	ReportsFailed    int       `json:"reportsFailed"`
+	StartedAt        time.Time `json:"startedAt"`
+	FinishedAt       time.Time `json:"finishedAt"`
+}
