@@ -17,7 +17,7 @@ GO_TEST_FLAGS ?= -count=1 -race -timeout=20m
 # Every Go module with code: linted, tidy-checked and tested. Modules outside
 # go.work (the chart tests and the tool modules) are built with GOWORK=off,
 # so all of them are, to test each module exactly as it builds alone.
-GO_MODULES := api operator/api operator results-api uploader test/support test/stack test/chart \
+GO_MODULES := api operator/api operator results-api uploader matcher test/support test/stack test/chart \
   hack/tools/grype hack/tools/dockerfilecheck
 # Tool wrapper modules hold only a tools.go of blank imports: tidy-checked
 # (their dependency set is the cache key of the binaries), not linted.
@@ -62,7 +62,7 @@ build-uploader: ## Build bin/uploader.
 ##@ Test
 
 .PHONY: test
-test: lint test-api test-support test-operator test-results-api test-uploader test-tools test-web test-chart bench-smoke ## Lint, then run every test suite and smoke-run every benchmark (CI runs this, then make e2e).
+test: lint test-api test-support test-operator test-results-api test-uploader test-matcher test-tools test-web test-chart bench-smoke ## Lint, then run every test suite and smoke-run every benchmark (CI runs this, then make e2e).
 
 .PHONY: test-api
 test-api: ## Shared contracts: every subject, exit code and path pinned.
@@ -92,6 +92,10 @@ bench-results-api: pg-install ## results-api benchmarks: ingest, lookup, queries
 test-uploader: pg-install ## Uploader tests against a real results-api.
 	cd uploader && GOWORK=off go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: test-matcher
+test-matcher: pg-install ## matcher tests: real Grype library on DBs written with Grype's writer, Grype's own DB client, a real results-api.
+	cd matcher && GOWORK=off go test $(GO_TEST_FLAGS) ./...
+
 .PHONY: test-tools
 test-tools: ## Tests of the tool modules: the Grype fixture/DB builders and the Dockerfile checker.
 	cd hack/tools/grype && GOWORK=off go test $(GO_TEST_FLAGS) ./...
@@ -99,7 +103,7 @@ test-tools: ## Tests of the tool modules: the Grype fixture/DB builders and the 
 
 # BENCH_PKGS are the packages with Go benchmarks; bench-smoke runs each
 # benchmark once so the checks inside them run and they cannot rot.
-BENCH_PKGS := operator:./internal/controller/,./internal/discovery/ results-api:./bench/
+BENCH_PKGS := operator:./internal/controller/,./internal/discovery/ results-api:./bench/ matcher:./internal/rematch/
 
 .PHONY: bench-smoke
 bench-smoke: kube-assets pg-install ## Run every Go benchmark once (-benchtime 1x): correctness checks only, no numbers.

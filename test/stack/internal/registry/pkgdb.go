@@ -1,7 +1,7 @@
 package registry
 
 // Package databases of the demo root filesystems. Versions are releases that
-// the advisories in hack/tools/grype/internal/advisory affect (Alpine 3.18
+// the advisories in matcher/dbwrite/advisory affect (Alpine 3.18
 // secdb and Debian bookworm tracker records).
 
 const alpineOSRelease = `NAME="Alpine Linux"

@@ -1,7 +1,10 @@
 // Command vulndb writes Crowsnest's tiny Grype v6 vulnerability database:
 // real public advisories for the packages in the fixture and demo images
-// (hack/tools/grype/internal/advisory), optionally plus synthetic records for
+// (matcher/dbwrite/advisory), optionally plus synthetic records for
 // benchmarks. Import the result with `grype db import DIR/vulnerability.db`.
+// With --upstream it also writes the DB the way Grype distributes it
+// (DIR/v6/latest.json and the vulnerability-db_v6….tar.zst archive it
+// lists), for `matcher serve --upstream-url` or `matcher db import`.
 package main
 
 import (
@@ -11,8 +14,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/hack/tools/grype/internal/advisory"
-	"github.com/crowsnest-dev/crowsnest/hack/tools/grype/internal/vulndb"
+	"github.com/crowsnest-dev/crowsnest/matcher/dbwrite"
+	"github.com/crowsnest-dev/crowsnest/matcher/dbwrite/advisory"
 )
 
 // DefaultBuilt is the fixed build time recorded in the DB unless --built says
@@ -31,6 +34,7 @@ func run(args []string, stdout io.Writer) error {
 	out := fs.String("out", "", "directory to write vulnerability.db into (required)")
 	synthetic := fs.Int("synthetic", 0, "also write this many synthetic CVE-2099-* advisories (benchmarks only)")
 	builtFlag := fs.String("built", DefaultBuilt, "DB build time (RFC 3339); Grype treats the DB as this old")
+	upstream := fs.String("upstream", "", "also write a Grype DB upstream (v6/latest.json + archive) into this directory")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -42,10 +46,17 @@ func run(args []string, stdout io.Writer) error {
 		return fmt.Errorf("--built: %w", err)
 	}
 	advs := advisory.All(*synthetic)
-	path, err := vulndb.Write(*out, advs, built)
+	path, err := dbwrite.Write(*out, advs, built)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s (%d advisories, %d synthetic)\n", path, len(advs), *synthetic)
+	if *upstream != "" {
+		up, err := dbwrite.WriteUpstream(*upstream, advs, built)
+		if err != nil {
+			return fmt.Errorf("write upstream: %w", err)
+		}
+		fmt.Fprintf(stdout, "wrote %s and %s\n", up.ListingPath, up.ArchivePath)
+	}
 	return nil
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/crowsnest-dev/crowsnest/hack/tools/grype/internal/advisory"
+	"github.com/crowsnest-dev/crowsnest/matcher/dbwrite/advisory"
 )
 
 // Apk is one entry of an Alpine package database (lib/apk/db/installed).

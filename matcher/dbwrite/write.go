@@ -1,4 +1,4 @@
-package vulndb
+package dbwrite
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	v6 "github.com/anchore/grype/grype/db/v6"
 	"gorm.io/gorm"
 
-	"github.com/crowsnest-dev/crowsnest/hack/tools/grype/internal/advisory"
+	"github.com/crowsnest-dev/crowsnest/matcher/dbwrite/advisory"
 )
 
 // FileName is the file Write creates in its directory.

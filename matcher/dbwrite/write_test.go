@@ -1,4 +1,4 @@
-package vulndb
+package dbwrite
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 
 	v6 "github.com/anchore/grype/grype/db/v6"
 
-	"github.com/crowsnest-dev/crowsnest/hack/tools/grype/internal/advisory"
+	"github.com/crowsnest-dev/crowsnest/matcher/dbwrite/advisory"
 )
 
 // TestWriteReadBack writes the real advisories plus a few synthetic ones and

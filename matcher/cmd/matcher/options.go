@@ -1,0 +1,155 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	"github.com/crowsnest-dev/crowsnest/matcher/internal/dbserve"
+	"github.com/crowsnest-dev/crowsnest/matcher/internal/vulndb"
+)
+
+// DefaultDataDir is where the DB volume is mounted unless told otherwise.
+const DefaultDataDir = "/var/lib/crowsnest/matcher"
+
+// serveOptions are `matcher serve`'s flags; each has a CROWSNEST_* default.
+type serveOptions struct {
+	listen, dataDir, upstreamURL string
+	adminTokenFile, logLevel     string
+	checkInterval                time.Duration
+	listingTimeout               time.Duration
+	downloadTimeout              time.Duration
+	shutdownTimeout              time.Duration
+	maxArchiveBytes, maxDBBytes  int64
+	metrics                      bool
+
+	// Re-match (off without a results-api URL and token file).
+	resultsAPIURL, resultsAPITokenFile string
+	rematchConcurrency                 int
+	// Events (off without a NATS URL).
+	natsURL string
+	nats    evv1.Credentials
+}
+
+type envFunc func(key, def string) string
+
+func envLookup(getenv func(string) string) envFunc {
+	return func(k, def string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+}
+
+// bindServeFlags registers `matcher serve`'s flags on fs.
+func bindServeFlags(fs *flag.FlagSet, o *serveOptions, env envFunc) {
+	fs.StringVar(&o.listen, "listen", env("CROWSNEST_LISTEN", ":8080"), "address to serve HTTP on (env CROWSNEST_LISTEN)")
+	bindDataDir(fs, &o.dataDir, env)
+	fs.StringVar(&o.upstreamURL, "upstream-url", env("CROWSNEST_UPSTREAM_URL", vulndb.DefaultUpstreamURL),
+		"Grype DB update URL to fetch from (listing at URL/v6/latest.json, or a URL ending in .json); \"off\" fetches nothing (air gap) (env CROWSNEST_UPSTREAM_URL)")
+	fs.DurationVar(&o.checkInterval, "check-interval", envDuration(env("CROWSNEST_CHECK_INTERVAL", ""), 6*time.Hour), "time between checks of the upstream listing (env CROWSNEST_CHECK_INTERVAL)")
+	fs.DurationVar(&o.listingTimeout, "listing-timeout", envDuration(env("CROWSNEST_LISTING_TIMEOUT", ""), 30*time.Second), "deadline of a listing request (env CROWSNEST_LISTING_TIMEOUT)")
+	fs.DurationVar(&o.downloadTimeout, "download-timeout", envDuration(env("CROWSNEST_DOWNLOAD_TIMEOUT", ""), 10*time.Minute), "deadline of a DB archive download (env CROWSNEST_DOWNLOAD_TIMEOUT)")
+	bindLimits(fs, &o.maxArchiveBytes, &o.maxDBBytes, env)
+	fs.StringVar(&o.adminTokenFile, "admin-token-file", env("CROWSNEST_ADMIN_TOKEN_FILE", ""),
+		"file holding the admin token allowed to upload DB archives (POST "+dbserve.ImportPath+"); without one, uploads are refused (env CROWSNEST_ADMIN_TOKEN_FILE)")
+	fs.BoolVar(&o.metrics, "metrics", envBool(env("CROWSNEST_METRICS", ""), true), "serve Prometheus metrics at /metrics (env CROWSNEST_METRICS)")
+	fs.StringVar(&o.logLevel, "log-level", env("CROWSNEST_LOG_LEVEL", "info"), "debug, info, warn or error (env CROWSNEST_LOG_LEVEL)")
+	bindRematchFlags(fs, o, env)
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", envDuration(env("CROWSNEST_SHUTDOWN_TIMEOUT", ""), 20*time.Second), "time to finish downloads in flight and stop a re-match pass on SIGTERM (env CROWSNEST_SHUTDOWN_TIMEOUT)")
+}
+
+func bindRematchFlags(fs *flag.FlagSet, o *serveOptions, env envFunc) {
+	fs.StringVar(&o.resultsAPIURL, "results-api-url", env("CROWSNEST_RESULTS_API_URL", ""),
+		"results-api base URL whose stored reports are re-matched when the DB changes, e.g. http://crowsnest-results-api:8080; empty turns re-matching off (env CROWSNEST_RESULTS_API_URL)")
+	fs.StringVar(&o.resultsAPITokenFile, "results-api-token-file", env("CROWSNEST_RESULTS_API_TOKEN_FILE", ""),
+		"file holding the bearer token for results-api with the rematch scope (the matcher's projected service-account token), read on every request; empty turns re-matching off (env CROWSNEST_RESULTS_API_TOKEN_FILE)")
+	fs.IntVar(&o.rematchConcurrency, "rematch-concurrency", int(envInt(env("CROWSNEST_REMATCH_CONCURRENCY", ""), 2)),
+		"reports re-matched at once (env CROWSNEST_REMATCH_CONCURRENCY)")
+	fs.StringVar(&o.natsURL, "nats-url", env("CROWSNEST_NATS_URL", ""), "NATS URL for events, e.g. nats://nats:4222; empty turns events off (env CROWSNEST_NATS_URL)")
+	fs.StringVar(&o.nats.User, "nats-user", env("CROWSNEST_NATS_USER", ""), "NATS user (the chart's bundled NATS: matcher), with --nats-password-file (env CROWSNEST_NATS_USER)")
+	fs.StringVar(&o.nats.PasswordFile, "nats-password-file", env("CROWSNEST_NATS_PASSWORD_FILE", ""), "file holding the NATS user's password (env CROWSNEST_NATS_PASSWORD_FILE)")
+	fs.StringVar(&o.nats.CredsFile, "nats-creds", env("CROWSNEST_NATS_CREDS", ""), "NATS .creds file (JWT and NKey seed), instead of user and password (env CROWSNEST_NATS_CREDS)")
+	fs.StringVar(&o.nats.NKeyFile, "nats-nkey-file", env("CROWSNEST_NATS_NKEY_FILE", ""), "file holding an NKey seed, instead of user and password (env CROWSNEST_NATS_NKEY_FILE)")
+}
+
+func bindDataDir(fs *flag.FlagSet, dir *string, env envFunc) {
+	fs.StringVar(dir, "data-dir", env("CROWSNEST_DATA_DIR", DefaultDataDir), "directory (volume) holding the vulnerability DBs (env CROWSNEST_DATA_DIR)")
+}
+
+func bindLimits(fs *flag.FlagSet, archive, db *int64, env envFunc) {
+	fs.Int64Var(archive, "max-archive-bytes", envInt(env("CROWSNEST_MAX_ARCHIVE_BYTES", ""), 2<<30), "largest DB archive accepted, downloaded or uploaded (env CROWSNEST_MAX_ARCHIVE_BYTES)")
+	fs.Int64Var(db, "max-db-bytes", envInt(env("CROWSNEST_MAX_DB_BYTES", ""), 8<<30), "largest unpacked vulnerability.db accepted (env CROWSNEST_MAX_DB_BYTES)")
+}
+
+func parseServe(args []string, getenv func(string) string, out io.Writer) (serveOptions, error) {
+	var o serveOptions
+	fs := flag.NewFlagSet("matcher serve", flag.ContinueOnError)
+	fs.SetOutput(out)
+	bindServeFlags(fs, &o, envLookup(getenv))
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.upstreamURL == "off" {
+		o.upstreamURL = ""
+	}
+	if o.upstreamURL != "" {
+		if _, err := vulndb.ListingURL(o.upstreamURL); err != nil {
+			return o, fmt.Errorf("--upstream-url: %w", err)
+		}
+	}
+	if o.resultsAPIURL != "" {
+		u, err := url.Parse(o.resultsAPIURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return o, fmt.Errorf("--results-api-url %q: want an http or https URL", vulndb.Redact(o.resultsAPIURL))
+		}
+		o.resultsAPIURL = strings.TrimRight(o.resultsAPIURL, "/")
+	}
+	for name, v := range map[string]int64{"check-interval": int64(o.checkInterval), "listing-timeout": int64(o.listingTimeout),
+		"download-timeout": int64(o.downloadTimeout), "shutdown-timeout": int64(o.shutdownTimeout),
+		"max-archive-bytes": o.maxArchiveBytes, "max-db-bytes": o.maxDBBytes, "rematch-concurrency": int64(o.rematchConcurrency)} {
+		if v <= 0 {
+			return o, fmt.Errorf("--%s must be positive", name)
+		}
+	}
+	return o, nil
+}
+
+func newLogger(level string, w io.Writer) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+func envDuration(s string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(s); err == nil {
+		return d
+	}
+	return def
+}
+
+func envInt(s string, def int64) int64 {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n
+	}
+	return def
+}
+
+func envBool(s string, def bool) bool {
+	if b, err := strconv.ParseBool(s); err == nil {
+		return b
+	}
+	return def
+}

@@ -1,0 +1,191 @@
+package rematch
+
+import (
+	"container/list"
+	"sync"
+
+	"github.com/anchore/grype/grype/match"
+	"github.com/anchore/grype/grype/pkg"
+	"github.com/anchore/grype/grype/vulnerability"
+	syftPkg "github.com/anchore/syft/syft/pkg"
+)
+
+// The images of a fleet share most of their packages (a base image, a
+// language runtime), and asking Grype's matchers about one package costs
+// hundreds of SQLite statements. A matchCache remembers, for one DB, what
+// each matcher answered for each package, so a package shared by many
+// reports is matched once per DB.
+//
+// It caches the answer of a matcher (match.Matcher.Match: matches and ignore
+// filters for one package), not a report's findings: everything Grype does
+// across packages afterwards (ignore filters between packages that own the
+// same files, ignore rules, VEX, deduplication, the presenter) still runs
+// for every report, on the same input as without the cache.
+
+// DefaultCacheBytes bounds a Matcher's match cache when Options.CacheBytes
+// is zero.
+const DefaultCacheBytes = 128 << 20
+
+// entryOverhead approximates the cache's own memory per entry (key, list
+// element, map slot).
+const entryOverhead = 160
+
+// CacheStats counts a Matcher's match-cache use since it was opened.
+type CacheStats struct {
+	Hits, Misses int64
+	Entries      int
+	Bytes        int64 // approximate memory held
+}
+
+type matchCache struct {
+	maxBytes int64
+
+	mu      sync.Mutex
+	entries map[cacheKey]*list.Element
+	lru     list.List // of *cacheEntry, most recently used first
+	stats   CacheStats
+}
+
+type cacheEntry struct {
+	key     cacheKey
+	bytes   int64
+	matches []match.Match // Package left empty: it is the asking package
+	ignores []match.IgnoreRelatedPackage
+}
+
+func newMatchCache(maxBytes int64) *matchCache {
+	return &matchCache{maxBytes: maxBytes, entries: map[cacheKey]*list.Element{}}
+}
+
+// get returns a copy of the cached answer for k, made for p, or false.
+func (c *matchCache) get(k cacheKey, p pkg.Package) ([]match.Match, []match.IgnoreFilter, bool) {
+	c.mu.Lock()
+	el, ok := c.entries[k]
+	if !ok {
+		c.stats.Misses++
+		c.mu.Unlock()
+		return nil, nil, false
+	}
+	c.stats.Hits++
+	c.lru.MoveToFront(el)
+	e := el.Value.(*cacheEntry)
+	c.mu.Unlock()
+
+	// e is never changed once stored, so it is copied outside the lock.
+	var matches []match.Match
+	if e.matches != nil {
+		matches, _ = deepCopy(e.matches)
+		for i := range matches {
+			matches[i].Package = p
+		}
+	}
+	var ignores []match.IgnoreFilter
+	for _, f := range e.ignores {
+		f.RelatedPackageID = p.ID
+		ignores = append(ignores, f)
+	}
+	return matches, ignores, true
+}
+
+// put stores what a matcher answered for p under k, if the answer is about
+// p alone: every match is for p itself and every ignore filter is one of p's
+// own file-ownership filters (internal.OwnershipIgnores). Anything else is
+// not cached and so always computed.
+func (c *matchCache) put(k cacheKey, p pkg.Package, matches []match.Match, ignores []match.IgnoreFilter) {
+	if c.maxBytes <= 0 {
+		return
+	}
+	e := &cacheEntry{key: k}
+	if matches != nil {
+		pk, _ := keyOf("", p)
+		stripped := make([]match.Match, len(matches))
+		for i, m := range matches {
+			if m.Package.ID != p.ID {
+				return
+			}
+			if mk, ok := keyOf("", m.Package); !ok || mk != pk {
+				return
+			}
+			m.Package = pkg.Package{}
+			stripped[i] = m
+		}
+		e.matches, e.bytes = deepCopy(stripped)
+	}
+	for _, f := range ignores {
+		r, ok := f.(match.IgnoreRelatedPackage)
+		if !ok || r.RelatedPackageID != p.ID {
+			return
+		}
+		e.ignores = append(e.ignores, r)
+		e.bytes += int64(len(r.Reason) + len(r.VulnerabilityID) + len(r.RelationshipType) + 64)
+	}
+	e.bytes += entryOverhead
+	if e.bytes > c.maxBytes/4 {
+		return
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[k]; ok {
+		return // a concurrent match stored the same answer
+	}
+	c.entries[k] = c.lru.PushFront(e)
+	c.stats.Bytes += e.bytes
+	for c.stats.Bytes > c.maxBytes {
+		last := c.lru.Back()
+		old := last.Value.(*cacheEntry)
+		c.lru.Remove(last)
+		delete(c.entries, old.key)
+		c.stats.Bytes -= old.bytes
+	}
+	c.stats.Entries = len(c.entries)
+}
+
+// clear drops every entry (the Matcher is closed).
+func (c *matchCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.entries)
+	c.lru.Init()
+	c.stats.Entries, c.stats.Bytes = 0, 0
+}
+
+func (c *matchCache) snapshot() CacheStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+// cachingMatcher answers from the cache and asks the Grype matcher it wraps
+// on a miss.
+type cachingMatcher struct {
+	inner match.Matcher
+	cache *matchCache
+}
+
+func (m cachingMatcher) PackageTypes() []syftPkg.Type { return m.inner.PackageTypes() }
+func (m cachingMatcher) Type() match.MatcherType      { return m.inner.Type() }
+
+func (m cachingMatcher) Match(vp vulnerability.Provider, p pkg.Package) ([]match.Match, []match.IgnoreFilter, error) {
+	k, ok := keyOf(m.inner.Type(), p)
+	if !ok {
+		return m.inner.Match(vp, p)
+	}
+	if matches, ignores, hit := m.cache.get(k, p); hit {
+		return matches, ignores, nil
+	}
+	matches, ignores, err := m.inner.Match(vp, p)
+	if err == nil {
+		m.cache.put(k, p, matches, ignores)
+	}
+	return matches, ignores, err
+}
+
+// withCache wraps every matcher so it answers through c.
+func withCache(matchers []match.Matcher, c *matchCache) []match.Matcher {
+	out := make([]match.Matcher, len(matchers))
+	for i, mt := range matchers {
+		out[i] = cachingMatcher{inner: mt, cache: c}
+	}
+	return out
+}

@@ -1,0 +1,12 @@
+package rematch
+
+import (
+	"os"
+	"testing"
+
+	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
+)
+
+// The pass tests run against a real results-api (apitest: its router and
+// store on a throwaway Postgres).
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

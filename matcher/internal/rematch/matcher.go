@@ -1,0 +1,282 @@
+package rematch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	cdx "github.com/CycloneDX/cyclonedx-go"
+
+	"github.com/anchore/clio"
+	v6 "github.com/anchore/grype/grype/db/v6"
+	"github.com/anchore/grype/grype/pkg"
+	grypecdx "github.com/anchore/grype/grype/presenter/cyclonedx"
+	"github.com/anchore/grype/grype/presenter/models"
+	"github.com/anchore/grype/grype/vulnerability"
+	"github.com/anchore/syft/syft/format/common/cyclonedxhelpers"
+	"github.com/anchore/syft/syft/sbom"
+)
+
+// Metadata property names that carry the DB build in a re-matched report
+// (results-api reads them into dbBuilt and dbSchema).
+const (
+	PropertyDBBuilt  = "grype:db:built"
+	PropertyDBSchema = "grype:db:schema"
+)
+
+// ErrNotCycloneDX is returned by Match for input that is not a CycloneDX
+// JSON BOM (cyclonedx-go and syft would decode other JSON into an empty one).
+var ErrNotCycloneDX = errors.New("not a CycloneDX JSON BOM")
+
+// ErrNotHydrated is returned by Open for a DB file without its indexes (as
+// Grype's writer leaves it): `grype db import` and Grype's curator hydrate a
+// DB before use; matching without indexes would scan whole tables.
+var ErrNotHydrated = errors.New("vulnerability DB is not hydrated (no indexes)")
+
+// DB identifies a vulnerability DB build.
+type DB struct {
+	Built  time.Time // build timestamp, UTC
+	Schema string    // schema version, e.g. v6.1.4
+}
+
+// Options tune a Matcher.
+type Options struct {
+	// MaxConcurrent bounds the Match calls that run at once; the others
+	// wait. Zero means 2. Each Match holds one decoded SBOM and its matches.
+	MaxConcurrent int
+	// CacheBytes bounds the match cache: what Grype's matchers answered for
+	// each package, kept for this DB so that a package many reports share is
+	// matched once (least recently used answers go first). Zero means
+	// DefaultCacheBytes; a negative value turns the cache off.
+	CacheBytes int64
+}
+
+// Matcher matches CycloneDX SBOMs against one Grype v6 DB, opened
+// read-only. It is safe for concurrent use; at most Options.MaxConcurrent
+// matches run at a time.
+type Matcher struct {
+	db       DB
+	path     string
+	id       clio.Identification
+	cfg      *grypeConfig
+	reader   v6.Reader
+	provider vulnerability.Provider
+	dbInfo   any
+	sem      chan struct{}
+	cache    *matchCache // nil when off
+}
+
+// Open opens dir/vulnerability.db (a hydrated Grype v6 DB, as `grype db
+// import` or Grype's curator leave it) read-only.
+func Open(dir string, o Options) (*Matcher, error) {
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = 2
+	}
+	if o.CacheBytes == 0 {
+		o.CacheBytes = DefaultCacheBytes
+	}
+	path := filepath.Join(dir, v6.VulnerabilityDBFileName)
+	desc, err := v6.ReadDescription(path)
+	if err != nil {
+		return nil, fmt.Errorf("read DB description %s: %w", path, err)
+	}
+	if desc == nil {
+		return nil, fmt.Errorf("read DB description %s: no DB", path)
+	}
+	id := identification()
+	cfg, err := defaultGrypeConfig(id)
+	if err != nil {
+		return nil, err
+	}
+	rdr, err := v6.NewReader(v6.Config{DBDirPath: dir})
+	if err != nil {
+		return nil, fmt.Errorf("open DB %s: %w", path, err)
+	}
+	m := &Matcher{
+		db:     DB{Built: desc.Built.UTC(), Schema: desc.SchemaVersion.String()},
+		path:   path,
+		id:     id,
+		cfg:    cfg,
+		reader: rdr,
+		sem:    make(chan struct{}, o.MaxConcurrent),
+	}
+	if o.CacheBytes > 0 {
+		m.cache = newMatchCache(o.CacheBytes)
+	}
+	if err := checkHydrated(path); err != nil {
+		_ = rdr.Close()
+		return nil, err
+	}
+	m.provider = v6.NewVulnerabilityProvider(rdr)
+	m.dbInfo = dbInfo(m.provider, &vulnerability.ProviderStatus{
+		Built: m.db.Built, SchemaVersion: m.db.Schema, From: "", Path: path,
+	})
+	return m, nil
+}
+
+func checkHydrated(path string) error {
+	db, err := v6.NewLowLevelDB(path, false, false, false)
+	if err != nil {
+		return fmt.Errorf("open DB %s: %w", path, err)
+	}
+	if sqlDB, err := db.DB(); err == nil {
+		defer sqlDB.Close()
+	}
+	var n int64
+	err = db.Raw("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%'").Scan(&n).Error
+	if err != nil {
+		return fmt.Errorf("inspect DB %s: %w", path, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %w", path, ErrNotHydrated)
+	}
+	return nil
+}
+
+// DB returns the build this Matcher matches against.
+func (m *Matcher) DB() DB { return m.db }
+
+// CacheStats reports the match cache's use; zero when it is off.
+func (m *Matcher) CacheStats() CacheStats {
+	if m.cache == nil {
+		return CacheStats{}
+	}
+	return m.cache.snapshot()
+}
+
+// Close releases the DB and the match cache. Calls to Match must have
+// returned.
+func (m *Matcher) Close() error {
+	if m.cache != nil {
+		m.cache.clear()
+	}
+	if c, ok := m.provider.(io.Closer); ok {
+		return c.Close()
+	}
+	return m.reader.Close()
+}
+
+// Match matches bom (CycloneDX JSON, e.g. a stored Grype report) and returns
+// Grype's CycloneDX JSON for it, as `grype sbom:FILE -o cyclonedx-json`
+// writes it plus the DB build in the metadata properties, and the findings
+// of that output. It waits for a free slot (Options.MaxConcurrent) and
+// returns ctx's error if ctx ends first or while matching.
+func (m *Matcher) Match(ctx context.Context, bom []byte) ([]byte, []Finding, error) {
+	if err := checkCycloneDX(bom); err != nil {
+		return nil, nil, err
+	}
+	select {
+	case m.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	defer func() { <-m.sem }()
+
+	packages, pkgContext, s, err := pkg.ProvideFromReader(bytes.NewReader(bom), m.cfg.provider)
+	if err != nil {
+		return nil, nil, fmt.Errorf("decode SBOM: %w", err)
+	}
+	vm, err := m.cfg.vulnerabilityMatcher(m.provider, m.cache)
+	if err != nil {
+		return nil, nil, err
+	}
+	remaining, ignored, err := vm.FindMatchesContext(ctx, packages, pkgContext)
+	// Grype logs and drops matcher errors, including cancellation, so a
+	// cancelled match may look complete: never use it.
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return nil, nil, ctxErr
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("match: %w", err)
+	}
+	doc, err := models.NewDocument(m.id, packages, pkgContext, *remaining, ignored, m.provider, nil, m.dbInfo,
+		models.SortStrategy(m.cfg.opts.SortBy.Criteria), m.cfg.opts.Timestamp, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("build report: %w", err)
+	}
+	out, findings, err := m.present(doc, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, findings, nil
+}
+
+// present is Grype's CycloneDX presenter (presenter/cyclonedx.Presenter.
+// Present) with the DB build added to the metadata properties.
+func (m *Matcher) present(doc models.Document, s *sbom.SBOM) ([]byte, []Finding, error) {
+	bom := cyclonedxhelpers.ToFormatModel(*s)
+	bom.Metadata.Tools = &cdx.ToolsChoice{
+		Components: &[]cdx.Component{{
+			Type: cdx.ComponentTypeApplication, Author: "anchore", Name: m.id.Name, Version: m.id.Version,
+		}},
+	}
+	vulns := make([]cdx.Vulnerability, 0, len(doc.Matches))
+	for _, match := range doc.Matches {
+		v, err := grypecdx.NewVulnerability(match)
+		if err != nil {
+			continue // as Grype's presenter does
+		}
+		vulns = append(vulns, v)
+	}
+	bom.Vulnerabilities = &vulns
+	setProperty(bom.Metadata, PropertyDBBuilt, m.db.Built.Format(time.RFC3339))
+	setProperty(bom.Metadata, PropertyDBSchema, m.db.Schema)
+
+	var buf bytes.Buffer
+	enc := cdx.NewBOMEncoder(&buf, cdx.BOMFileFormatJSON)
+	enc.SetPretty(true)
+	enc.SetEscapeHTML(false)
+	if err := enc.EncodeVersion(bom, bom.SpecVersion); err != nil {
+		return nil, nil, fmt.Errorf("encode CycloneDX: %w", err)
+	}
+	return buf.Bytes(), FindingsOf(bom), nil
+}
+
+func setProperty(md *cdx.Metadata, name, value string) {
+	var props []cdx.Property
+	if md.Properties != nil {
+		for _, p := range *md.Properties {
+			if p.Name != name {
+				props = append(props, p)
+			}
+		}
+	}
+	props = append(props, cdx.Property{Name: name, Value: value})
+	md.Properties = &props
+}
+
+// checkCycloneDX refuses JSON that is not a CycloneDX BOM before syft's
+// format detection sees it (it would accept SPDX or Syft JSON too).
+func checkCycloneDX(bom []byte) error {
+	var head struct {
+		BOMFormat   string `json:"bomFormat"`
+		SpecVersion string `json:"specVersion"`
+	}
+	if err := json.Unmarshal(bom, &head); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotCycloneDX, err)
+	}
+	if head.BOMFormat != cdx.BOMFormat || head.SpecVersion == "" {
+		return fmt.Errorf("%w: bomFormat %q, specVersion %q", ErrNotCycloneDX, head.BOMFormat, head.SpecVersion)
+	}
+	return nil
+}
+
+// dbInfo is root.go's dbInfo: the JSON document's descriptor.db (unused in
+// CycloneDX, kept so the document equals the CLI's).
+func dbInfo(vp vulnerability.Provider, status *vulnerability.ProviderStatus) any {
+	providers := map[string]vulnerability.DataProvenance{}
+	if dpr, ok := vp.(vulnerability.StoreMetadataProvider); ok {
+		if dps, err := dpr.DataProvenance(); err == nil {
+			providers = dps
+		}
+	}
+	return struct {
+		Status    *vulnerability.ProviderStatus           `json:"status"`
+		Providers map[string]vulnerability.DataProvenance `json:"providers"`
+	}{Status: status, Providers: providers}
+}

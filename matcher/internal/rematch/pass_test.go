@@ -1,0 +1,319 @@
+package rematch
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+
+	"github.com/crowsnest-dev/crowsnest/matcher/dbwrite/advisory"
+)
+
+// realFixtures are the fixtures stored in results-api for the pass tests;
+// the changed DB changes alpine's, clean's (both Alpine images with zlib)
+// and node's findings, not debian's or gobinary's.
+var realFixtures = []string{"alpine", "debian", "gobinary", "node", "clean"}
+
+var changedByDB2 = map[string]bool{"alpine": true, "clean": true, "node": true}
+
+var db2Built = fixtureBuilt.Add(24 * time.Hour)
+
+// countingClient counts what a pass sends to results-api, per digest. It
+// can stop the pass right after the nth report upload returned, before the
+// pass records it: the worst moment for a kill.
+type countingClient struct {
+	Client
+	mu        sync.Mutex
+	puts, dbs map[string]int
+	cancel    context.CancelFunc
+	cancelAt  int // cancel after this many uploads; 0 = never
+	putsSoFar int
+}
+
+func newCounting(c Client) *countingClient {
+	return &countingClient{Client: c, puts: map[string]int{}, dbs: map[string]int{}}
+}
+
+func (c *countingClient) PutReport(ctx context.Context, ref ReportRef, bom []byte) error {
+	err := c.Client.PutReport(ctx, ref, bom)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil {
+		c.puts[ref.Digest]++
+		c.putsSoFar++
+		if c.cancelAt > 0 && c.putsSoFar == c.cancelAt {
+			c.cancel()
+		}
+	}
+	return err
+}
+
+func (c *countingClient) PutVulnDB(ctx context.Context, digest string, db DB) error {
+	err := c.Client.PutVulnDB(ctx, digest, db)
+	if err == nil {
+		c.mu.Lock()
+		c.dbs[digest]++
+		c.mu.Unlock()
+	}
+	return err
+}
+
+type stored struct {
+	digest string
+	name   string
+}
+
+// storeFixtures uploads the real fixtures to srv, as scan Jobs would.
+func storeFixtures(t *testing.T, srv *apitest.Server) []stored {
+	t.Helper()
+	var out []stored
+	for _, f := range fixtures(t) {
+		for _, n := range realFixtures {
+			if f.Name == n {
+				srv.PutReport(t, f.Digest, fixtureBOM(t, n))
+				out = append(out, stored{digest: f.Digest, name: n})
+			}
+		}
+	}
+	if len(out) != len(realFixtures) {
+		t.Fatalf("stored %d fixtures, want %d", len(out), len(realFixtures))
+	}
+	return out
+}
+
+func httpClient(t *testing.T, srv *apitest.Server) *HTTPClient {
+	t.Helper()
+	tok := filepath.Join(t.TempDir(), "token")
+	// apitest's write token is the admin scope: its auth cannot express the
+	// rematch scope (a TokenReview of the matcher's service account).
+	if err := os.WriteFile(tok, []byte(srv.Token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &HTTPClient{BaseURL: srv.URL, TokenFile: tok, BackoffBase: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond}
+}
+
+type summary struct {
+	Digest    string    `json:"digest"`
+	StoredAt  time.Time `json:"storedAt"`
+	DBBuilt   string    `json:"dbBuilt"`
+	DBSchema  string    `json:"dbSchema"`
+	Findings  int       `json:"findingCount"`
+	MatchedAt time.Time `json:"matchedAt"`
+}
+
+func getJSON(t *testing.T, srv *apitest.Server, path string, v any) {
+	t.Helper()
+	resp, err := srv.Client().Get(srv.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: HTTP %d", path, resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type changeList struct {
+	Items []struct {
+		Cause    string `json:"cause"`
+		DBBuilt  string `json:"dbBuilt"`
+		Baseline bool   `json:"baseline"`
+		New      []struct {
+			ID string `json:"id"`
+		} `json:"new"`
+		Resolved []struct {
+			ID string `json:"id"`
+		} `json:"resolved"`
+	} `json:"items"`
+}
+
+// state is what results-api holds for each stored fixture.
+func state(t *testing.T, srv *apitest.Server, reps []stored) map[string]summary {
+	t.Helper()
+	out := map[string]summary{}
+	for _, r := range reps {
+		var s summary
+		getJSON(t, srv, "/api/v1/reports/"+r.digest+"?findingsLimit=1", &s)
+		out[r.name] = s
+	}
+	return out
+}
+
+func changes(t *testing.T, srv *apitest.Server, digest string) changeList {
+	t.Helper()
+	var cl changeList
+	getJSON(t, srv, "/api/v1/reports/"+digest+"/changes", &cl)
+	return cl
+}
+
+// checkAfterPass checks results-api's state after a finished pass with DB 2:
+// the changed reports were replaced once (one non-baseline change each,
+// with DB 2's build), the others kept their report and got DB 2's record.
+func checkAfterPass(t *testing.T, srv *apitest.Server, reps []stored, before map[string]summary, m *Matcher) {
+	t.Helper()
+	after := state(t, srv, reps)
+	for _, r := range reps {
+		b, a := before[r.name], after[r.name]
+		if got, err := time.Parse(time.RFC3339, a.DBBuilt); err != nil || !got.Equal(db2Built) || a.DBSchema != m.DB().Schema {
+			t.Errorf("%s: dbBuilt %q schema %q, want %s %s", r.name, a.DBBuilt, a.DBSchema, db2Built, m.DB().Schema)
+		}
+		var later []string
+		for _, c := range changes(t, srv, r.digest).Items {
+			if !c.Baseline {
+				later = append(later, c.Cause)
+			}
+		}
+		if changedByDB2[r.name] {
+			if !a.StoredAt.After(b.StoredAt) {
+				t.Errorf("%s: not re-uploaded (storedAt %s → %s)", r.name, b.StoredAt, a.StoredAt)
+			}
+			if len(later) != 1 {
+				t.Errorf("%s: %d change records after the baseline (%v), want 1", r.name, len(later), later)
+			}
+		} else {
+			if !a.StoredAt.Equal(b.StoredAt) || a.Findings != b.Findings {
+				t.Errorf("%s: report replaced (storedAt %s → %s)", r.name, b.StoredAt, a.StoredAt)
+			}
+			if len(later) != 0 {
+				t.Errorf("%s: change records %v, want none", r.name, later)
+			}
+		}
+	}
+}
+
+func TestPassAgainstResultsAPI(t *testing.T) {
+	srv := apitest.Start(t)
+	reps := storeFixtures(t, srv)
+	before := state(t, srv, reps)
+	m := openDB(t, writeDB(t, changedAdvisories(), db2Built))
+	cc := newCounting(httpClient(t, srv))
+	dir := t.TempDir()
+	pass := &Pass{Client: cc, Dir: dir, PageSize: 2}
+
+	res, err := pass.Run(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Counts{Total: 5, Changed: 3, Unchanged: 2}
+	if res.Counts != want || !res.Finished || res.Repeated || !res.DB.Built.Equal(db2Built) {
+		t.Fatalf("result %+v, want counts %+v, finished", res, want)
+	}
+	for _, r := range reps {
+		wantPuts, wantDBs := 0, 1
+		if changedByDB2[r.name] {
+			wantPuts, wantDBs = 1, 0
+		}
+		if cc.puts[r.digest] != wantPuts || cc.dbs[r.digest] != wantDBs {
+			t.Errorf("%s: %d uploads, %d DB records; want %d, %d", r.name, cc.puts[r.digest], cc.dbs[r.digest], wantPuts, wantDBs)
+		}
+	}
+	checkAfterPass(t, srv, reps, before, m)
+
+	// alpine's change lists exactly the keys the DB change made.
+	for _, r := range reps {
+		if r.name != "alpine" {
+			continue
+		}
+		cl := changes(t, srv, r.digest)
+		c := cl.Items[0]
+		if len(c.New) != 1 || c.New[0].ID != "CVE-2023-45853" || len(c.Resolved) != 4 {
+			t.Errorf("alpine change: new %v, resolved %v", c.New, c.Resolved)
+		}
+	}
+
+	// Running again for the same DB does nothing.
+	again, err := pass.Run(context.Background(), m)
+	if err != nil || !again.Repeated || again.Counts != want {
+		t.Fatalf("second run: %+v, %v", again, err)
+	}
+}
+
+// TestPassResumesAfterKill stops a pass right after its first upload
+// returned (before the pass recorded it), then runs it again from the
+// progress file: the final state is that of an uninterrupted pass, no
+// report was uploaded twice and the counts are exact.
+func TestPassResumesAfterKill(t *testing.T) {
+	for _, stopAfter := range []int{1, 2, 3} {
+		srv := apitest.Start(t)
+		reps := storeFixtures(t, srv)
+		before := state(t, srv, reps)
+		m := openDB(t, writeDB(t, changedAdvisories(), db2Built))
+		cc := newCounting(httpClient(t, srv))
+		dir := t.TempDir()
+
+		ctx, cancel := context.WithCancel(context.Background())
+		cc.cancel, cc.cancelAt = cancel, stopAfter
+		res, err := (&Pass{Client: cc, Dir: dir, PageSize: 2}).Run(ctx, m)
+		cancel()
+		if err == nil || res.Finished {
+			t.Fatalf("stop after %d: interrupted pass returned %+v, %v", stopAfter, res, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, ProgressFile)); err != nil {
+			t.Fatal(err)
+		}
+
+		cc.cancelAt = 0
+		res, err = (&Pass{Client: cc, Dir: dir, PageSize: 2}).Run(context.Background(), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := (Counts{Total: 5, Changed: 3, Unchanged: 2}); res.Counts != want || !res.Finished {
+			t.Errorf("stop after %d: resumed result %+v, want %+v", stopAfter, res.Counts, want)
+		}
+		for _, r := range reps {
+			if cc.puts[r.digest] > 1 {
+				t.Errorf("stop after %d: %s uploaded %d times", stopAfter, r.name, cc.puts[r.digest])
+			}
+		}
+		checkAfterPass(t, srv, reps, before, m)
+	}
+}
+
+// TestPassCountsRejectedReports: a report results-api refuses (4xx) is
+// counted failed and the pass goes on.
+func TestPassCountsRejectedReports(t *testing.T) {
+	srv := apitest.Start(t)
+	reps := storeFixtures(t, srv)
+	m := openDB(t, writeDB(t, changedAdvisories(), db2Built))
+	c := httpClient(t, srv)
+	if err := os.WriteFile(c.TokenFile, []byte("not-the-token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, err := (&Pass{Client: c, Dir: t.TempDir()}).Run(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Counts{Total: len(reps), Failed: len(reps)}); res.Counts != want || !res.Finished {
+		t.Fatalf("result %+v, want %+v", res.Counts, want)
+	}
+}
+
+func TestPassIdenticalDBChangesNothing(t *testing.T) {
+	srv := apitest.Start(t)
+	reps := storeFixtures(t, srv)
+	before := state(t, srv, reps)
+	m := openDB(t, writeDB(t, advisory.Real, db2Built))
+	cc := newCounting(httpClient(t, srv))
+	res, err := (&Pass{Client: cc, Dir: t.TempDir()}).Run(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Counts{Total: 5, Unchanged: 5}); res.Counts != want {
+		t.Fatalf("result %+v, want %+v", res.Counts, want)
+	}
+	after := state(t, srv, reps)
+	for _, r := range reps {
+		if cc.puts[r.digest] != 0 || !after[r.name].StoredAt.Equal(before[r.name].StoredAt) {
+			t.Errorf("%s re-uploaded", r.name)
+		}
+	}
+}
