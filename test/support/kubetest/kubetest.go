@@ -58,11 +58,19 @@ func Start(opts ...Option) (*rest.Config, func() error, error) {
 	for _, opt := range opts {
 		opt(env)
 	}
+	removeAssets, err := DieWithParent(env, dir)
+	if err != nil {
+		return nil, nil, err
+	}
 	cfg, err := env.Start()
 	if err != nil {
+		removeAssets()
 		return nil, nil, fmt.Errorf("start envtest control plane from %s: %w", dir, err)
 	}
-	return cfg, env.Stop, nil
+	return cfg, func() error {
+		defer removeAssets()
+		return env.Stop()
+	}, nil
 }
 
 // StartT starts a control plane for one test and stops it when the test ends.

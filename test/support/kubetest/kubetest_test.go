@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/crowsnest-dev/crowsnest/test/support/internal/orphan"
 	"github.com/crowsnest-dev/crowsnest/test/support/kubetest"
 )
 
@@ -53,4 +54,18 @@ func TestControlPlaneRoundTrip(t *testing.T) {
 	if got.UID == "" || got.Spec.Containers[0].Image != pod.Spec.Containers[0].Image {
 		t.Errorf("read back pod %+v, want uid set and image %q", got.ObjectMeta, pod.Spec.Containers[0].Image)
 	}
+}
+
+// TestControlPlaneDiesWithItsProcess: a test binary killed with SIGKILL
+// (what `go test -timeout` amounts to) leaves no etcd or kube-apiserver
+// running.
+func TestControlPlaneDiesWithItsProcess(t *testing.T) {
+	if orphan.IsChild() {
+		if _, _, err := kubetest.Start(); err != nil {
+			t.Fatal(err)
+		}
+		orphan.Report(orphan.Children())
+		return
+	}
+	orphan.Check(t, "TestControlPlaneDiesWithItsProcess")
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/crowsnest-dev/crowsnest/test/support/internal/orphan"
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 )
 
@@ -96,4 +97,17 @@ func TestPauseAndResume(t *testing.T) {
 	if n != 3 {
 		t.Fatalf("rows after resume: %d, want 3", n)
 	}
+}
+
+// TestServerDiesWithItsProcess: a test binary killed with SIGKILL (what
+// `go test -timeout` amounts to) leaves no Postgres running.
+func TestServerDiesWithItsProcess(t *testing.T) {
+	if orphan.IsChild() {
+		if _, err := pgtest.StartServer(); err != nil {
+			t.Fatal(err)
+		}
+		orphan.Report(orphan.Children())
+		return
+	}
+	orphan.Check(t, "TestServerDiesWithItsProcess")
 }

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -27,6 +28,8 @@ type Server struct {
 	dataDir string
 	port    int
 	runAs   string // non-empty when started through runuser because we are root
+	// exited receives the postmaster's exit; nil while none runs.
+	exited chan error
 }
 
 // BinDir finds the Postgres server binaries: $CROWSNEST_PG_BIN, the newest
@@ -93,10 +96,73 @@ func StartServer() (*Server, error) {
 	return nil, fmt.Errorf("%w\nserver log:\n%s", lastErr, log)
 }
 
-// start runs the server on s.port.
+// start runs the server on s.port as a child of this process that dies
+// with it (Pdeathsig): `pg_ctl start` would daemonize it, and a test binary
+// killed by `go test -timeout` left such servers running. pg_ctl still
+// stops it (it signals the pid in postmaster.pid).
 func (s *Server) start() error {
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200", s.port, s.dataDir)
-	return s.run("pg_ctl", "-w", "-t", "30", "-D", s.pgdata(), "-l", filepath.Join(s.dataDir, "server.log"), "-o", opts, "start")
+	log, err := os.OpenFile(filepath.Join(s.dataDir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(s.binDir, "postgres"), "-D", s.pgdata(),
+		"-c", "listen_addresses=127.0.0.1", "-p", strconv.Itoa(s.port), "-k", s.dataDir,
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200")
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Dir = os.TempDir()
+	// Go sets the parent-death signal after switching user, so it holds.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if s.runAs != "" {
+		u, err := user.Lookup(s.runAs)
+		if err != nil {
+			_ = log.Close()
+			return err
+		}
+		uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+		gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	}
+	if err := cmd.Start(); err != nil {
+		_ = log.Close()
+		return fmt.Errorf("postgres: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() {
+		exited <- cmd.Wait()
+		_ = log.Close()
+	}()
+	s.exited = exited
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			s.exited = nil
+			return fmt.Errorf("postgres exited during start: %w", err)
+		default:
+		}
+		if s.run("pg_isready", "-q", "-h", "127.0.0.1", "-p", strconv.Itoa(s.port)) == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			s.reap()
+			return errors.New("postgres not ready after 30s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// reap waits (at most 30s) for the postmaster a pg_ctl stop ended.
+func (s *Server) reap() {
+	if s.exited == nil {
+		return
+	}
+	select {
+	case err := <-s.exited:
+		_ = err // stopped on purpose: how it exited does not matter
+	case <-time.After(30 * time.Second):
+	}
+	s.exited = nil
 }
 
 // Pause stops the server as an outage or a restart would (pg_ctl stop -m
@@ -105,7 +171,9 @@ func (s *Server) start() error {
 // runs with synchronous_commit=off for speed, so a crash could lose the
 // last commits, which a test counting rows must not confuse with a bug.)
 func (s *Server) Pause() error {
-	return s.run("pg_ctl", "-w", "-D", s.pgdata(), "-m", "fast", "stop")
+	err := s.run("pg_ctl", "-w", "-D", s.pgdata(), "-m", "fast", "stop")
+	s.reap()
+	return err
 }
 
 // Resume starts a paused server again on the same port with the same data.
@@ -122,6 +190,7 @@ func (s *Server) DatabaseURL(db string) string {
 // Stop shuts the server down and deletes its data directory.
 func (s *Server) Stop() error {
 	err := s.run("pg_ctl", "-w", "-D", s.pgdata(), "-m", "immediate", "stop")
+	s.reap()
 	s.cleanup()
 	return err
 }

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/crowsnest-dev/crowsnest/test/support/kubetest"
+
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/proc"
 )
 
@@ -35,8 +37,9 @@ type ControlPlane struct {
 	Client     kubernetes.Interface
 	Nodes      []string
 
-	env   *envtest.Environment
-	procs []*proc.Process
+	env          *envtest.Environment
+	removeAssets func()
+	procs        []*proc.Process
 }
 
 // Start brings the control plane up and waits for the fake Nodes to be Ready.
@@ -55,13 +58,20 @@ func Start(ctx context.Context, o Options) (_ *ControlPlane, err error) {
 	// envtest turns the ServiceAccount admission plugin off; a real cluster
 	// has it (it sets serviceAccountName, which projected tokens need).
 	env.ControlPlane.GetAPIServer().Configure().Disable("disable-admission-plugins")
+	// etcd and kube-apiserver die with this process, even one killed by
+	// `go test -timeout` before it could stop them.
+	removeAssets, err := kubetest.DieWithParent(env, o.AssetsDir)
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := env.Start()
 	if err != nil {
+		removeAssets()
 		return nil, fmt.Errorf("start etcd and kube-apiserver: %w", err)
 	}
 	// cp, not the named result: an error return sets the result to nil
 	// before this deferred Stop runs, and what was started must still stop.
-	cp := &ControlPlane{Config: cfg, env: env}
+	cp := &ControlPlane{Config: cfg, env: env, removeAssets: removeAssets}
 	defer func() {
 		if err != nil {
 			_ = cp.Stop()
@@ -210,6 +220,7 @@ func (cp *ControlPlane) Stop() error {
 	}
 	err := cp.env.Stop()
 	cp.env = nil
+	cp.removeAssets()
 	if errors.Is(err, os.ErrProcessDone) {
 		return nil
 	}

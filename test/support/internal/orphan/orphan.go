@@ -1,0 +1,128 @@
+// Package orphan checks that processes a test helper starts die with the
+// process that started them: the test re-runs its own binary as a child that
+// starts them and prints their pids, kills that child with SIGKILL (as
+// `go test -timeout` ends a binary: no deferred stop runs), and counts the
+// survivors.
+package orphan
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ChildEnv marks the re-run binary.
+const ChildEnv = "CROWSNEST_ORPHAN_CHILD"
+
+// IsChild tells a test it runs as the child.
+func IsChild() bool { return os.Getenv(ChildEnv) != "" }
+
+// Children are the running processes whose parent is this process.
+func Children() []int {
+	dirs, _ := os.ReadDir("/proc")
+	self := os.Getpid()
+	var out []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:]) // state, ppid, ...
+		if len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(self) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// Report is the child's side: it prints the pids and waits to be killed.
+func Report(pids []int) {
+	for _, p := range pids {
+		fmt.Printf("pid %d\n", p)
+	}
+	fmt.Println("ready")
+	time.Sleep(time.Hour)
+}
+
+// Check runs test (a test function name) as the child, SIGKILLs it once it
+// reported, and fails t unless every reported process is gone within 15s.
+func Check(t *testing.T, test string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), ChildEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "ready" {
+			break
+		}
+		if p, ok := strings.CutPrefix(line, "pid "); ok {
+			n, err := strconv.Atoi(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pids = append(pids, n)
+		}
+	}
+	if len(pids) == 0 {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatal("the child reported no processes")
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var alive []int
+		for _, p := range pids {
+			if running(p) {
+				alive = append(alive, p)
+			}
+		}
+		if len(alive) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, p := range alive {
+				_ = syscall.Kill(p, syscall.SIGKILL)
+			}
+			t.Fatalf("%d of %d processes outlived their SIGKILLed parent: %v", len(alive), len(pids), alive)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// running: the pid exists and is not a zombie.
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
