@@ -45,6 +45,8 @@ const (
 	TypeFindingsChanged = "dev.crowsnest.findings.changed.v1"
 	TypeVulnDBUpdated   = "dev.crowsnest.vulndb.updated.v1"
 	TypeRematchDone     = "dev.crowsnest.rematch.done.v1"
+
+	TypeInventorySnapshot = "dev.crowsnest.inventory.snapshot.v1"
 )
 
 // Sources, the CloudEvents "source" of each publisher.
@@ -111,9 +113,10 @@ var subjects = map[string]string{
 	TypeReportStored:  SubjectReportStored,
 	TypeReportDeleted: SubjectReportDeleted,
 
-	TypeFindingsChanged: SubjectFindingsChanged,
-	TypeVulnDBUpdated:   SubjectVulnDBUpdated,
-	TypeRematchDone:     SubjectRematchDone,
+	TypeFindingsChanged:   SubjectFindingsChanged,
+	TypeVulnDBUpdated:     SubjectVulnDBUpdated,
+	TypeRematchDone:       SubjectRematchDone,
+	TypeInventorySnapshot: SubjectInventorySnapshot,
 }
 
 // SubjectFor maps a CloudEvents type to its NATS subject.

@@ -69,9 +69,10 @@ var producers = map[string]string{
 	SubjectReportStored:  SourceResultsAPI,
 	SubjectReportDeleted: SourceResultsAPI,
 
-	SubjectFindingsChanged: SourceResultsAPI,
-	SubjectVulnDBUpdated:   SourceMatcher,
-	SubjectRematchDone:     SourceMatcher,
+	SubjectFindingsChanged:   SourceResultsAPI,
+	SubjectVulnDBUpdated:     SourceMatcher,
+	SubjectRematchDone:       SourceMatcher,
+	SubjectInventorySnapshot: SourceOperator,
 }
 
 // ProducerOf returns the CloudEvents source of the component that publishes
@@ -172,6 +173,12 @@ func validPayload(subject string, ev Event) error {
 		}
 	case SubjectVulnDBUpdated, SubjectRematchDone:
 		return validMatcherPayload(subject, ev.Data)
+	case SubjectInventorySnapshot:
+		var p InventorySnapshot
+		if err := json.Unmarshal(ev.Data, &p); err != nil {
+			return invalid(ReasonPayload, "decode %s data: %v", subject, err)
+		}
+		return validInventory(p)
 	default:
 		return invalid(ReasonSubject, "no payload for subject %s", subject)
 	}

@@ -45,6 +45,10 @@ func valid(t *testing.T, subject string) v1.Event {
 		typ, source = v1.TypeRematchDone, v1.SourceMatcher
 		payload = v1.RematchDone{DBBuilt: now.Add(-time.Hour), ReportsTotal: 3, ReportsChanged: 1, ReportsUnchanged: 2,
 			StartedAt: now.Add(-time.Minute), FinishedAt: now}
+	case v1.SubjectInventorySnapshot:
+		typ, source = v1.TypeInventorySnapshot, v1.SourceOperator
+		payload = v1.InventorySnapshot{Namespace: "shop", Labels: map[string]string{"team": "a"}, Workloads: []v1.InventoryWorkload{
+			{Kind: v1.KindDeployment, Name: "web", Containers: []v1.InventoryContainer{{Name: "nginx", Image: "nginx:1.27", Digest: digest, Pods: 3}}}}}
 	default:
 		t.Fatalf("no valid event for %s", subject)
 	}
@@ -57,7 +61,7 @@ func valid(t *testing.T, subject string) v1.Event {
 
 func TestValidateAcceptsWhatProducersPublish(t *testing.T) {
 	for _, subject := range []string{v1.SubjectImageNeeded, v1.SubjectJobDone, v1.SubjectReportStored, v1.SubjectReportDeleted,
-		v1.SubjectFindingsChanged, v1.SubjectVulnDBUpdated, v1.SubjectRematchDone} {
+		v1.SubjectFindingsChanged, v1.SubjectVulnDBUpdated, v1.SubjectRematchDone, v1.SubjectInventorySnapshot} {
 		ev := valid(t, subject)
 		if err := v1.Validate(subject, ev, now, v1.DefaultMaxSkew); err != nil {
 			t.Errorf("%s: %v", subject, err)
@@ -186,19 +190,20 @@ func TestReasonOfOtherErrors(t *testing.T) {
 
 func TestProducers(t *testing.T) {
 	for subject, want := range map[string]string{
-		"crowsnest.image.needed":     "crowsnest/operator",
-		"crowsnest.job.done":         "crowsnest/operator",
-		"crowsnest.report.stored":    "crowsnest/results-api",
-		"crowsnest.report.deleted":   "crowsnest/results-api",
-		"crowsnest.findings.changed": "crowsnest/results-api",
-		"crowsnest.vulndb.updated":   "crowsnest/matcher",
-		"crowsnest.rematch.done":     "crowsnest/matcher",
+		"crowsnest.image.needed":       "crowsnest/operator",
+		"crowsnest.job.done":           "crowsnest/operator",
+		"crowsnest.report.stored":      "crowsnest/results-api",
+		"crowsnest.report.deleted":     "crowsnest/results-api",
+		"crowsnest.findings.changed":   "crowsnest/results-api",
+		"crowsnest.vulndb.updated":     "crowsnest/matcher",
+		"crowsnest.rematch.done":       "crowsnest/matcher",
+		"crowsnest.inventory.snapshot": "crowsnest/operator",
 	} {
 		if got, ok := v1.ProducerOf(subject); !ok || got != want {
 			t.Errorf("ProducerOf(%s) = %q, %v; want %q", subject, got, ok, want)
 		}
 	}
-	if _, ok := v1.ProducerOf(v1.SubjectInventorySnapshot); ok {
+	if _, ok := v1.ProducerOf("crowsnest.something.else"); ok {
 		t.Error("ProducerOf knows a subject without a payload")
 	}
 }
