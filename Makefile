@@ -34,7 +34,7 @@ help: ## Show this help.
 ##@ Build
 
 .PHONY: build
-build: build-operator build-results-api build-uploader ## Build every component.
+build: build-operator build-results-api build-uploader build-matcher ## Build every component.
 
 .PHONY: build-operator
 build-operator: ## Build bin/operator.
@@ -54,6 +54,10 @@ build-web: web-deps ## Build the dashboard (web/dist) and copy it into results-a
 web-deps: ## Install web/'s npm packages (npm ci) when package-lock.json is newer than node_modules.
 	@if [[ ! -f web/node_modules/.package-lock.json || web/package-lock.json -nt web/node_modules/.package-lock.json ]]; then \
 	  cd web && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund; fi
+
+.PHONY: build-matcher
+build-matcher: ## Build bin/matcher (its own module, outside go.work: Grype's dependency tree stays there).
+	cd matcher && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(BIN)/matcher ./cmd/matcher
 
 .PHONY: build-uploader
 build-uploader: ## Build bin/uploader.
@@ -208,7 +212,7 @@ IMAGE_TAG ?= $(shell awk '/^appVersion:/ {gsub(/"/, "", $$2); print $$2}' helm/c
 DOCKER ?= docker
 
 .PHONY: docker-build
-docker-build: docker-build-operator docker-build-results-api docker-build-uploader ## Build the three images (needs a Docker engine).
+docker-build: docker-build-operator docker-build-results-api docker-build-uploader docker-build-matcher ## Build the images (needs a Docker engine).
 
 .PHONY: docker-build-operator
 docker-build-operator: ## Build the operator image (operator/Dockerfile, context: repository root).
@@ -221,6 +225,10 @@ docker-build-results-api: ## Build the results-api image with the web UI embedde
 .PHONY: docker-build-uploader
 docker-build-uploader: ## Build the uploader image (the scan Jobs' main container).
 	$(DOCKER) build -f uploader/Dockerfile -t $(IMAGE_REGISTRY)/crowsnest-uploader:$(IMAGE_TAG) .
+
+.PHONY: docker-build-matcher
+docker-build-matcher: ## Build the matcher image (one Grype DB for the cluster, re-matching).
+	$(DOCKER) build -f matcher/Dockerfile -t $(IMAGE_REGISTRY)/crowsnest-matcher:$(IMAGE_TAG) .
 
 .PHONY: verify-dockerfiles
 verify-dockerfiles: ## Parse every Dockerfile with BuildKit's parser; check every COPY source and go.mod replace.

@@ -37,8 +37,8 @@ python3 - "$tmp/result.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 manifests = {m["Name"]: m for m in r.get("Manifests", [])}
-want = ["crowsnest-operator", "crowsnest-results-api", "crowsnest-nats", "crowsnest-postgres",
-        "operator-compile", "results-api-compile", "uploader-compile", "web-dev", "dev-secrets", "web", "cache", "worker", "ignored"]
+want = ["crowsnest-operator", "crowsnest-results-api", "crowsnest-nats", "crowsnest-postgres", "crowsnest-matcher",
+        "operator-compile", "results-api-compile", "uploader-compile", "matcher-compile", "web-dev", "dev-secrets", "web", "cache", "worker", "ignored"]
 missing = [w for w in want if w not in manifests]
 if missing:
     sys.exit("verify-tiltfile: resources missing: %s (have %s)" % (missing, sorted(manifests)))
@@ -54,10 +54,12 @@ if sorted(op) != ["crowsnest-operator", "crowsnest-uploader"]:
 if not op["crowsnest-uploader"].get("matchInEnvVars"):
     sys.exit("verify-tiltfile: the uploader image is not matched in env vars")
 api = targets("crowsnest-results-api")
-for name, t in (("crowsnest-operator", op["crowsnest-operator"]), ("crowsnest-results-api", api.get("crowsnest-results-api", {}))):
+matcher = targets("crowsnest-matcher")
+for name, t in (("crowsnest-operator", op["crowsnest-operator"]), ("crowsnest-results-api", api.get("crowsnest-results-api", {})),
+                ("crowsnest-matcher", matcher.get("crowsnest-matcher", {}))):
     if not (t.get("LiveUpdateSpec") or {}).get("syncs"):
         sys.exit("verify-tiltfile: %s has no live_update sync" % name)
-print("verify-tiltfile: %d resources; the operator deploys its own image and the uploader (matched in env vars); live_update on operator and results-api" % len(manifests))
+print("verify-tiltfile: %d resources; the operator deploys its own image and the uploader (matched in env vars); live_update on operator, results-api and matcher" % len(manifests))
 PY
 echo "verify-tiltfile: evaluated in $(python3 -c "print(round($end-$start, 2))")s"
 

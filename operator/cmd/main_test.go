@@ -109,6 +109,38 @@ func TestJobTTLIsValidated(t *testing.T) {
 	}
 }
 
+// TestVulnDBURLIsValidated: scan Jobs get the matcher's DB URL as given;
+// anything Grype could not use, or a URL carrying credentials into every
+// scan Pod's environment, is refused at start-up.
+func TestVulnDBURLIsValidated(t *testing.T) {
+	for arg, ok := range map[string]bool{
+		"":                                     true,
+		"http://crowsnest-matcher:8080/vulndb": true,
+		"https://mirror.example/grype":         true,
+		"ftp://mirror.example/grype":           false,
+		"crowsnest-matcher:8080/vulndb":        false,
+		"http://user:secret@mirror/vulndb":     false,
+		"http:///vulndb":                       false,
+	} {
+		var o Options
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		o.BindFlags(fs)
+		if err := fs.Parse([]string{"--results-api-url=http://x", "--uploader-image=u", "--vulndb-url=" + arg}); err != nil {
+			t.Fatal(err)
+		}
+		err := o.Validate()
+		if ok && err != nil {
+			t.Errorf("%q: rejected: %v", arg, err)
+		}
+		if !ok && (err == nil || !strings.Contains(err.Error(), "--vulndb-url")) {
+			t.Errorf("%q: err = %v, want one naming --vulndb-url", arg, err)
+		}
+		if ok && o.controllerOptions().VulnDBURL != arg {
+			t.Errorf("%q: controller gets %q", arg, o.controllerOptions().VulnDBURL)
+		}
+	}
+}
+
 func TestWatchNamespacesFromEnvAndFlag(t *testing.T) {
 	parse := func(env string, args ...string) (Options, error) {
 		var o Options

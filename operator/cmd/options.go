@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -39,6 +40,7 @@ type Options struct {
 	PublishTimeout          time.Duration
 	PublishRetry            time.Duration
 	GrypeImage              string
+	VulnDBURL               string
 	UploaderImage           string
 	ScanServiceAccount      string
 	OperatorNamespace       string
@@ -76,6 +78,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.NATS.NKeyFile, "nats-nkey-file", "", "file holding an NKey seed, instead of user and password")
 	fs.DurationVar(&o.PublishTimeout, "publish-timeout", 5*time.Second, "timeout of one event publish")
 	fs.DurationVar(&o.PublishRetry, "publish-retry", 15*time.Second, "wait before retrying undelivered events")
+	fs.StringVar(&o.VulnDBURL, "vulndb-url", "", "base URL scan Jobs fetch Grype's vulnerability DB from (GRYPE_DB_UPDATE_URL), e.g. the matcher's http://crowsnest-matcher:8080/vulndb (empty: every scan downloads it from Grype's public URL)")
 	fs.StringVar(&o.GrypeImage, "grype-image", scanjob.DefaultGrypeImage, "Grype image of scan Jobs (a Scanner's spec.grypeImage wins)")
 	fs.StringVar(&o.UploaderImage, "uploader-image", "", "uploader image of scan Jobs (required)")
 	fs.StringVar(&o.ScanServiceAccount, "scan-service-account", "", "service account of scan Pods; its projected token authenticates the upload (default: the namespace's default)")
@@ -126,6 +129,11 @@ func (o *Options) Validate() error {
 	if o.MaxConcurrentScans < 0 || o.RescansPerMinute < 0 {
 		errs = append(errs, errors.New("--max-concurrent-scans and --rescans-per-minute must be >= 0"))
 	}
+	if o.VulnDBURL != "" {
+		if u, err := url.Parse(o.VulnDBURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			errs = append(errs, fmt.Errorf("--vulndb-url %q: want an http(s) URL without credentials, e.g. http://crowsnest-matcher:8080/vulndb", o.VulnDBURL))
+		}
+	}
 	if o.StuckGrace < 0 {
 		errs = append(errs, errors.New("--stuck-grace must be >= 0"))
 	}
@@ -169,7 +177,7 @@ func (o *Options) controllerOptions() controller.Options {
 	}
 	return controller.Options{
 		GrypeImage: o.GrypeImage, UploaderImage: o.UploaderImage, UploaderAPIURL: uploaderURL,
-		ServiceAccount: o.ScanServiceAccount, JobTTL: o.JobTTL, RetryBase: o.RetryBackoff, RetryMax: o.RetryBackoffMax,
+		VulnDBURL: o.VulnDBURL, ServiceAccount: o.ScanServiceAccount, JobTTL: o.JobTTL, RetryBase: o.RetryBackoff, RetryMax: o.RetryBackoffMax,
 		LookupRetry: o.LookupRetry, PublishRetry: o.PublishRetry, Workers: o.Workers, StuckGrace: o.StuckGrace,
 		MaxConcurrentScans: o.MaxConcurrentScans, RescansPerMinute: o.RescansPerMinute, RescanJitter: o.RescanJitter,
 		WatchNamespaces: o.WatchNamespaces,

@@ -148,8 +148,10 @@ var renderCases = []renderCase{
 	{
 		name:   "external NATS and database",
 		args:   withScan("-f", "test/chart/testdata/values-external.yaml"),
-		want:   []string{"Deployment/crowsnest-operator", "Deployment/crowsnest-results-api"},
-		absent: []string{"StatefulSet", "PersistentVolumeClaim", "Secret"},
+		// The matcher keeps its DB volume; nothing of the bundled NATS and
+		// Postgres, and no generated Secret.
+		want:   []string{"Deployment/crowsnest-operator", "Deployment/crowsnest-results-api", "StatefulSet/crowsnest-matcher"},
+		absent: []string{"StatefulSet/crowsnest-nats", "StatefulSet/crowsnest-postgres", "PersistentVolumeClaim", "Secret"},
 	},
 	{
 		name: "monitoring with the Prometheus Operator API",
@@ -345,8 +347,8 @@ func TestResultsAPIReadsDatabaseFromSecret(t *testing.T) {
 			}
 		}
 	}
-	if natsRefs != 2 {
-		t.Errorf("saw CROWSNEST_NATS_URL %d times, want 2 (operator, results-api)", natsRefs)
+	if natsRefs != 3 {
+		t.Errorf("saw CROWSNEST_NATS_URL %d times, want 3 (operator, results-api, matcher)", natsRefs)
 	}
 	if api == nil {
 		t.Fatal("results-api Deployment not rendered")

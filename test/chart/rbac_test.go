@@ -64,11 +64,16 @@ func TestScanServiceAccount(t *testing.T) {
 					t.Errorf("results-api args %q lack %s", api.Args, a)
 				}
 			}
-			// No matcher exists yet: nobody holds the rematch scope.
+			// The rematch scope: the matcher's ServiceAccount only, and
+			// only in tokenreview mode (static mode accepts no Kubernetes
+			// token at all).
 			for _, a := range api.Args {
-				if strings.HasPrefix(a, "--rematch-service-accounts") || (allowed == "" && strings.HasPrefix(a, "--allowed-service-accounts")) {
+				if (allowed == "" && strings.HasPrefix(a, "--rematch-service-accounts")) || (allowed == "" && strings.HasPrefix(a, "--allowed-service-accounts")) {
 					t.Errorf("results-api has %s", a)
 				}
+			}
+			if want := "--rematch-service-accounts=" + releaseNS + "/crowsnest-matcher"; allowed != "" && !slices.Contains(api.Args, want) {
+				t.Errorf("results-api args %q lack %s", api.Args, want)
 			}
 			if envValue(api, "CROWSNEST_REMATCH_SERVICE_ACCOUNTS") != "" {
 				t.Error("results-api has CROWSNEST_REMATCH_SERVICE_ACCOUNTS")

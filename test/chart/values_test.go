@@ -25,6 +25,11 @@ func TestRejectedValues(t *testing.T) {
 		want string
 	}{
 		{"latest tag", []string{"--set", "operator.image.tag=latest"}, "/operator/image/tag"},
+		{"unknown DB source", withScan("--set", "global.vulnDB.source=internet"), "source"},
+		{"mirror without a URL", withScan("--set", "global.vulnDB.source=url"), "global.vulnDB.source=url needs global.vulnDB.url"},
+		{"mirror URL without source=url", withScan("--set", "global.vulnDB.url=https://mirror.example/grype"), "global.vulnDB.url is used only with"},
+		{"mirror URL with credentials", withScan("--set", "global.vulnDB.source=url", "--set", "global.vulnDB.url=https://u:p@mirror.example/grype"), "url"},
+		{"two matchers", withScan("--set", "matcher.replicas=2"), "matcher.replicas: 0 or 1"},
 		{"no tag and no digest", []string{"--set", "resultsApi.image.tag="}, "resultsApi"},
 		{"unknown key", []string{"--set", "operator.replica=2"}, "replica"},
 		{"external NATS without URL", []string{"--set", "nats.enabled=false"}, "nats"},

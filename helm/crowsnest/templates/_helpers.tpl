@@ -295,3 +295,22 @@ Values.clusterWide).
 {{- join "," (uniq .Values.global.scan.namespaces) -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+crowsnest.vulnDBURL: the base URL scan Jobs fetch Grype's DB listing from
+(operator --vulndb-url): the matcher's Service, the mirror of
+global.vulnDB.url, or empty (public: Grype's own URL). Call with any context
+that has .Values.global.
+*/}}
+{{- define "crowsnest.vulnDBURL" -}}
+{{- $v := .Values.global.vulnDB -}}
+{{- if and $v.url (ne $v.source "url") -}}
+{{- fail "global.vulnDB.url is used only with global.vulnDB.source=url" -}}
+{{- end -}}
+{{- if eq $v.source "matcher" -}}
+{{- printf "http://%s.%s.svc:8080/vulndb" (include "crowsnest.name" (dict "ctx" . "component" "matcher")) .Release.Namespace -}}
+{{- else if eq $v.source "url" -}}
+{{- if not $v.url -}}{{- fail "global.vulnDB.source=url needs global.vulnDB.url (your mirror's base URL in Grype's listing format)" -}}{{- end -}}
+{{- $v.url -}}
+{{- end -}}
+{{- end -}}

@@ -251,7 +251,7 @@ func (r *ScannerReconciler) createJob(ctx context.Context, s *crowsnestv1alpha1.
 		Platform: r.platforms.of(ctx, req.target.Node),
 		Attempt:  req.attempt, Reason: string(req.reason),
 		GrypeImage: r.Options.GrypeImage, UploaderImage: r.Options.UploaderImage, APIURL: r.Options.UploaderAPIURL,
-		ServiceAccount: r.Options.ServiceAccount, TTL: r.Options.JobTTL,
+		VulnDBURL: r.Options.VulnDBURL, ServiceAccount: r.Options.ServiceAccount, TTL: r.Options.JobTTL,
 	})
 	if err := r.Create(ctx, job); err != nil {
 		if apierrors.IsAlreadyExists(err) {

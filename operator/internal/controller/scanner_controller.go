@@ -33,6 +33,7 @@ type Options struct {
 	GrypeImage     string
 	UploaderImage  string
 	UploaderAPIURL string // results-api URL as seen from scan Pods
+	VulnDBURL      string // Grype's DB listing base URL for scan Jobs (the matcher); empty: Grype's default
 	ServiceAccount string
 	JobTTL         time.Duration
 	RetryBase      time.Duration // first wait after a failed scan

@@ -53,6 +53,11 @@ type Params struct {
 	// "linux/arm64": Grype scans that image of a multi-platform index. Empty
 	// or not of that shape (ValidPlatform): Grype's default.
 	Platform string
+	// VulnDBURL is the base URL Grype fetches its vulnerability DB listing
+	// from (GRYPE_DB_UPDATE_URL), e.g. the matcher's
+	// http://crowsnest-matcher:8080/vulndb, so that no scan downloads the DB
+	// from the internet. Empty: Grype's public default.
+	VulnDBURL string
 	// DBCache is where Grype keeps its vulnerability DB. An emptyDir today;
 	// a shared, pre-populated volume can replace it without touching the rest.
 	DBCache corev1.VolumeSource
@@ -146,6 +151,9 @@ func grypeContainer(image string, p Params, registryAuth bool, res corev1.Resour
 		{Name: "TMPDIR", Value: tmpDir},
 		{Name: "HOME", Value: tmpDir},
 		{Name: "XDG_CACHE_HOME", Value: tmpDir + "/.cache"},
+	}
+	if p.VulnDBURL != "" {
+		env = append(env, corev1.EnvVar{Name: "GRYPE_DB_UPDATE_URL", Value: p.VulnDBURL})
 	}
 	mounts := []corev1.VolumeMount{
 		{Name: "scan", MountPath: ScanDir},

@@ -53,6 +53,7 @@ func TestBuildGolden(t *testing.T) {
 	withSecrets.PullSecrets = []string{"regcred", "other"}
 	withSecrets.Platform = "linux/arm64"
 	withSecrets.Attempt, withSecrets.Reason, withSecrets.ServiceAccount = 3, "retry", "crowsnest-scan"
+	withSecrets.VulnDBURL = "http://crowsnest-matcher.crowsnest:8080/vulndb"
 	cases := map[string]Params{"default": params(scanner()), "custom": withSecrets}
 	for name, p := range cases {
 		t.Run(name, func(t *testing.T) {

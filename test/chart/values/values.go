@@ -4,6 +4,7 @@ package values
 type Values struct {
 	Global         Global         `json:"global"`
 	Operator       Operator       `json:"operator"`
+	Matcher        Matcher        `json:"matcher"`
 	ResultsAPI     ResultsAPI     `json:"resultsApi"`
 	NATS           NATS           `json:"nats"`
 	Postgres       Postgres       `json:"postgres"`
@@ -20,6 +21,31 @@ type Global struct {
 	Scan             Scan           `json:"scan"`
 	ClusterScanner   ClusterScanner `json:"clusterScanner" jsonschema:"description=A ClusterScanner named after the release: a Scanner and the scan ServiceAccount in every namespace it covers; results-api then accepts scan Pods of every namespace. Needs operator.clusterWide"`
 	NetworkPolicy    NetworkPolicy  `json:"networkPolicy"`
+	VulnDB           VulnDB         `json:"vulnDB" jsonschema:"description=Where scan Jobs get Grype's vulnerability DB"`
+}
+
+// VulnDB is where scan Jobs get Grype's vulnerability DB (operator
+// --vulndb-url).
+type VulnDB struct {
+	Source string `json:"source" jsonschema:"description=matcher: the chart's matcher serves one DB to every scan Job and re-matches stored SBOMs when it changes; url: your mirror in Grype's listing format; public: every scan downloads Grype's public DB,enum=matcher,enum=url,enum=public"`
+	URL    string `json:"url" jsonschema:"description=Base URL of your mirror (source=url); Grype fetches <url>/v6/latest.json,pattern=^$|^https?://[^@/]+(/.*)?$"`
+}
+
+// Matcher is the matcher (global.vulnDB.source=matcher).
+type Matcher struct {
+	Component
+	UpstreamURL        string             `json:"upstreamURL" jsonschema:"description=Grype DB listing the matcher fetches from; empty: Grype's public URL; off: none (air gap: import archives),pattern=^$|^off$|^https?://"`
+	CheckInterval      string             `json:"checkInterval" jsonschema:"description=Time between checks of the upstream listing (--check-interval),pattern=^([0-9]+(ms|s|m|h))+$"`
+	RematchConcurrency int                `json:"rematchConcurrency" jsonschema:"description=Reports re-matched at once after a DB change (--rematch-concurrency),minimum=1,maximum=16"`
+	Persistence        MatcherPersistence `json:"persistence"`
+}
+
+// MatcherPersistence is the matcher's data volume: a claim, or an emptyDir
+// of the same size.
+type MatcherPersistence struct {
+	Enabled      bool   `json:"enabled" jsonschema:"description=Keep the DBs on a PersistentVolumeClaim (an air-gap import survives restarts); false: an emptyDir"`
+	Size         string `json:"size" jsonschema:"pattern=^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti)$"`
+	StorageClass string `json:"storageClass"`
 }
 
 // ClusterScanner is the chart's ClusterScanner (crowsnest.dev/v1alpha1):
@@ -80,6 +106,7 @@ type NATSUsers struct {
 type NATSCredentials struct {
 	Operator   NATSClient `json:"operator"`
 	ResultsAPI NATSClient `json:"resultsApi"`
+	Matcher    NATSClient `json:"matcher"`
 }
 
 // NATSClient is how one component authenticates to an external NATS: a
