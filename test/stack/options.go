@@ -13,7 +13,7 @@ import (
 type Binaries struct {
 	KubeAssets, Kwok, NATS         string
 	ResultsAPI, Operator, Uploader string
-	Grype, Vulndb                  string
+	Grype, Vulndb, Matcher         string
 }
 
 // Options configure a stack.
@@ -30,7 +30,14 @@ type Options struct {
 	// (no NATS, Postgres, results-api, operator or executor).
 	ClusterOnly bool
 	OnlineDB    bool // use Grype's published DB instead of the project's offline one
-	Demo        bool // create the demo namespace, Scanner and Pods
+	// DBUpdateAfter, offline and above zero: this long after start, a newer
+	// DB that publishes DemoAdvisories is imported into the matcher, which
+	// re-matches every report (the Changes view fills live).
+	DBUpdateAfter time.Duration
+	// HoldBackAdvisories leaves DemoAdvisories out of the first offline DB
+	// (UpdateDB publishes them).
+	HoldBackAdvisories bool
+	Demo               bool // create the demo namespace, Scanner and Pods
 	// RequireGoDemo makes a failed build of the Go demo image an error
 	// (the e2e suite scans it); otherwise the stack starts without it.
 	RequireGoDemo bool
@@ -74,6 +81,7 @@ func (o *Options) defaults() error {
 	def(&o.Bin.Uploader, filepath.Join(bin, "uploader"))
 	def(&o.Bin.Grype, filepath.Join(bin, "grype"))
 	def(&o.Bin.Vulndb, filepath.Join(bin, "vulndb"))
+	def(&o.Bin.Matcher, filepath.Join(bin, "matcher"))
 	def(&o.RegistryAddr, "127.0.0.1:0")
 	def(&o.APIAddr, "127.0.0.1:0")
 	def(&o.UploadToken, "serviceaccount")
@@ -102,7 +110,7 @@ func (o *Options) defaults() error {
 func (o *Options) missing() []string {
 	need := []string{filepath.Join(o.Bin.KubeAssets, "kube-apiserver"), o.Bin.Kwok}
 	if !o.ClusterOnly {
-		need = append(need, o.Bin.NATS, o.Bin.ResultsAPI, o.Bin.Operator, o.Bin.Uploader, o.Bin.Grype)
+		need = append(need, o.Bin.NATS, o.Bin.ResultsAPI, o.Bin.Operator, o.Bin.Uploader, o.Bin.Grype, o.Bin.Matcher)
 		if !o.OnlineDB {
 			need = append(need, o.Bin.Vulndb)
 		}

@@ -50,8 +50,8 @@ type Stack struct {
 	Front      *proxy.Proxy
 	Operator   *services.Operator
 	Executor   *executor.Executor
+	Matcher    *services.Matcher
 	WriteToken string
-	GrypeDB    string // Grype's DB cache dir
 	Log        *slog.Logger
 
 	cancel  context.CancelFunc
@@ -160,21 +160,16 @@ func (s *Stack) startServices(ctx, bg context.Context) error {
 	if err := s.startAPIs(ctx); err != nil {
 		return err
 	}
-	s.GrypeDB = filepath.Join(logs, "grype-db")
-	s.Log.Info("preparing the Grype DB", "online", o.OnlineDB)
-	if err := services.PrepareGrypeDB(ctx, o.Bin.Grype, o.Bin.Vulndb, s.GrypeDB, o.OnlineDB); err != nil {
+	if err := s.startMatcher(ctx, bg); err != nil {
 		return err
 	}
+	// Scan Pods get an empty DB cache (their emptyDir) and the matcher's URL
+	// from their Job (GRYPE_DB_UPDATE_URL): each scan downloads the DB from
+	// the matcher, as in a cluster.
 	s.Executor = &executor.Executor{
 		Client: s.Cluster.Client, WorkDir: filepath.Join(logs, "pods"), Parallel: o.Parallel,
-		Env: services.GrypeEnv(s.GrypeDB), Log: s.Log.With("component", "executor"),
+		Env: services.GrypeScanEnv(), Log: s.Log.With("component", "executor"),
 		Binary: s.binaryFor,
-		Volume: func(v corev1.Volume) string {
-			if v.Name == "grype-db" {
-				return s.GrypeDB // the swappable DB volume, pre-populated
-			}
-			return ""
-		},
 	}
 	if o.UploadToken == "write-token" {
 		s.Executor.TokenFile = filepath.Join(logs, "write-token")
@@ -183,7 +178,7 @@ func (s *Stack) startServices(ctx, bg context.Context) error {
 	s.Operator = &services.Operator{Binary: o.Bin.Operator, LogDir: logs, Kubeconfig: s.Cluster.Kubeconfig,
 		ResultsAPIURL: s.URL(), NATSURL: s.NATS.URL(), NATSPasswordFile: s.NATS.PasswordFile(eventsv1.UserOperator), UploaderImage: UploaderImage, GrypeImage: GrypeImage,
 		RetryBackoff: o.RetryBackoff, JobTTL: o.JobTTL,
-		ExtraArgs: []string{"--scan-service-account=" + workload.ScanServiceAccount}}
+		ExtraArgs: []string{"--scan-service-account=" + workload.ScanServiceAccount, "--vulndb-url=" + s.Matcher.VulnDBURL()}}
 	if err := s.Operator.Start(ctx); err != nil {
 		return err
 	}
@@ -221,7 +216,7 @@ func (s *Stack) startAPIs(ctx context.Context) error {
 			}
 			api.ExtraArgs = append(api.ExtraArgs, "--auth-mode=tokenreview", "--kubeconfig="+s.Cluster.Kubeconfig,
 				"--token-audience="+TokenAudience, "--allowed-service-accounts="+strings.Join(allowed, ","),
-				"--scan-service-account="+workload.ScanServiceAccount)
+				"--scan-service-account="+workload.ScanServiceAccount, "--rematch-service-accounts="+MatcherNamespace+"/"+MatcherServiceAccount)
 		}
 		if err := api.Start(ctx); err != nil {
 			return err

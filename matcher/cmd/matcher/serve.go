@@ -188,7 +188,9 @@ func routes(store *vulndb.Store, m *metrics.Metrics, auth dbserve.Authorizer, o 
 	if o.metrics {
 		mux.Handle("GET /metrics", m.Handler())
 	}
-	mux.Handle(dbserve.DefaultPrefix+"/", dbserve.New(store, dbserve.DefaultPrefix))
+	dbs := dbserve.New(store, dbserve.DefaultPrefix)
+	dbs.Served = m.Served
+	mux.Handle(dbserve.DefaultPrefix+"/", dbs)
 	mux.Handle(dbserve.ImportPath, &dbserve.ImportHandler{Store: store, Auth: auth, MaxBytes: o.maxArchiveBytes, Logger: log})
 	return mux
 }

@@ -31,6 +31,10 @@ type Handler struct {
 	src    Source
 	prefix string
 
+	// Served, when set, is called once per listing or archive GET answered
+	// from a DB ("listing" or "archive"), for metrics.
+	Served func(file string)
+
 	mu      sync.Mutex
 	listing *listing // cached per active DB
 }
@@ -87,6 +91,7 @@ func (h *Handler) serveListing(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "listing unavailable", http.StatusInternalServerError)
 		return
 	}
+	h.served(r, "listing")
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("ETag", l.etag)
@@ -139,10 +144,17 @@ func (h *Handler) serveArchive(w http.ResponseWriter, r *http.Request, name stri
 		return
 	}
 	defer f.Close()
+	h.served(r, "archive")
 	w.Header().Set("Content-Type", contentType(name))
 	w.Header().Set("ETag", `"`+strings.TrimPrefix(db.Checksum, "sha256:")+`"`)
 	w.Header().Set("Cache-Control", "public, max-age=86400, immutable")
 	http.ServeContent(w, r, "", db.Imported, f)
+}
+
+func (h *Handler) served(r *http.Request, file string) {
+	if h.Served != nil && r.Method == http.MethodGet { // not Grype's HEAD before the download
+		h.Served(file)
+	}
 }
 
 func contentType(name string) string {

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -98,16 +99,29 @@ func TestGrypeClientUpdatesFromMatcher(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(DefaultPrefix+"/", New(store, ""))
+	h := New(store, "")
+	var served sync.Map // file -> *atomic.Int64
+	h.Served = func(file string) {
+		n, _ := served.LoadOrStore(file, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+	}
+	mux.Handle(DefaultPrefix+"/", h)
 	srv, archiveGets := countingServer(t, mux)
 	updateURL := srv.URL + DefaultPrefix // GRYPE_DB_UPDATE_URL of a scan Job
+	servedArchives := func() int64 {
+		n, ok := served.Load("archive")
+		if !ok {
+			return 0
+		}
+		return n.(*atomic.Int64).Load()
+	}
 
 	grypeRoot := t.TempDir()
 	start := time.Now()
 	updated, cfg := grypeUpdate(t, updateURL, grypeRoot)
 	t.Logf("grype db update from the matcher: %s", time.Since(start).Round(time.Millisecond))
-	if !updated || archiveGets.Load() != 1 {
-		t.Fatalf("updated=%v after %d archive GETs", updated, archiveGets.Load())
+	if !updated || archiveGets.Load() != 1 || servedArchives() != 1 {
+		t.Fatalf("updated=%v after %d archive GETs (%d counted by Served)", updated, archiveGets.Load(), servedArchives())
 	}
 	desc, err := v6.ReadDescription(cfg.DBFilePath())
 	if err != nil || !desc.Built.Equal(t1) {

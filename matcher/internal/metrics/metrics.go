@@ -27,6 +27,7 @@ type Source interface {
 type Metrics struct {
 	reg     *prometheus.Registry
 	fetch   *prometheus.CounterVec
+	served  *prometheus.CounterVec
 	rematch rematchMetrics
 }
 
@@ -44,12 +45,18 @@ func New(src Source, now func() time.Time) *Metrics {
 			Name: "crowsnest_vulndb_fetch_total",
 			Help: "Checks of the upstream DB listing, by result: updated, current or error.",
 		}, []string{"result"}),
+		served: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "crowsnest_vulndb_served_total",
+			Help: "Requests for the DB listing and archives answered from a DB (scan Jobs' Grype fetching its DB), by file: listing or archive.",
+		}, []string{"file"}),
 	}
 	m.rematch = newRematchMetrics(reg)
 	for _, r := range []string{FetchUpdated, FetchCurrent, FetchError} {
 		m.fetch.WithLabelValues(r)
 	}
-	reg.MustRegister(m.fetch,
+	m.served.WithLabelValues("listing")
+	m.served.WithLabelValues("archive")
+	reg.MustRegister(m.fetch, m.served,
 		activeGauge(src, "crowsnest_vulndb_built_timestamp_seconds",
 			"Build time of the active vulnerability DB, Unix seconds; absent without a DB.",
 			func(db vulndb.DB) float64 { return float64(db.Built.Unix()) }),
@@ -62,6 +69,9 @@ func New(src Source, now func() time.Time) *Metrics {
 
 // Fetched counts one fetch with its result.
 func (m *Metrics) Fetched(result string) { m.fetch.WithLabelValues(result).Inc() }
+
+// Served counts one listing or archive request (dbserve.Handler.Served).
+func (m *Metrics) Served(file string) { m.served.WithLabelValues(file).Inc() }
 
 // Handler serves the registry.
 func (m *Metrics) Handler() http.Handler {

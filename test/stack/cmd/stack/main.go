@@ -45,10 +45,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.StateDir, "state-dir", "", "keep state (logs, kubeconfig) here instead of a temp dir removed on exit")
 	fs.DurationVar(&o.RetryBackoff, "retry-backoff", 15*time.Second, "operator --retry-backoff for failed scans")
 	noDemo := fs.Bool("no-demo", false, "do not create the demo namespace, Scanner and Pods")
+	fs.DurationVar(&o.DBUpdateAfter, "db-update-after", time.Minute, "offline DB: this long after start, import a newer DB into the matcher that publishes two held-back critical advisories (the Changes view fills as it re-matches); 0: never")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	o.Demo = !*noDemo
+	o.HoldBackAdvisories = o.DBUpdateAfter > 0 && !o.OnlineDB
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	start := time.Now()
 	s, err := stack.Start(ctx, o, log)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/matcher/dbwrite"
@@ -35,6 +36,7 @@ func run(args []string, stdout io.Writer) error {
 	synthetic := fs.Int("synthetic", 0, "also write this many synthetic CVE-2099-* advisories (benchmarks only)")
 	builtFlag := fs.String("built", DefaultBuilt, "DB build time (RFC 3339); Grype treats the DB as this old")
 	upstream := fs.String("upstream", "", "also write a Grype DB upstream (v6/latest.json + archive) into this directory")
+	exclude := fs.String("exclude", "", "comma-separated advisory ids (or CVE aliases) to leave out, e.g. to publish them in a later DB (the local stack's demo)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -45,7 +47,10 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--built: %w", err)
 	}
-	advs := advisory.All(*synthetic)
+	advs, err := without(advisory.All(*synthetic), *exclude)
+	if err != nil {
+		return err
+	}
 	path, err := dbwrite.Write(*out, advs, built)
 	if err != nil {
 		return err
@@ -59,4 +64,35 @@ func run(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "wrote %s and %s\n", up.ListingPath, up.ArchivePath)
 	}
 	return nil
+}
+
+// without drops the advisories whose id or alias is listed in ids
+// (comma-separated); an id that matches nothing is an error, so a typo
+// cannot silently leave the DB unchanged.
+func without(advs []advisory.Advisory, ids string) ([]advisory.Advisory, error) {
+	if ids == "" {
+		return advs, nil
+	}
+	drop := map[string]bool{}
+	for _, id := range strings.Split(ids, ",") {
+		drop[strings.TrimSpace(id)] = false
+	}
+	out := advs[:0:0]
+	for _, a := range advs {
+		hit := false
+		for _, id := range append([]string{a.ID}, a.Aliases...) {
+			if _, ok := drop[id]; ok {
+				drop[id], hit = true, true
+			}
+		}
+		if !hit {
+			out = append(out, a)
+		}
+	}
+	for id, used := range drop {
+		if !used {
+			return nil, fmt.Errorf("--exclude: no advisory %q", id)
+		}
+	}
+	return out, nil
 }
