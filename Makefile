@@ -17,11 +17,11 @@ GO_TEST_FLAGS ?= -count=1 -race -timeout=20m
 # Every Go module with code: linted, tidy-checked and tested. Modules outside
 # go.work (the chart tests and the tool modules) are built with GOWORK=off,
 # so all of them are, to test each module exactly as it builds alone.
-GO_MODULES := api operator/api operator results-api uploader matcher test/support test/stack test/chart \
+GO_MODULES := api operator/api operator results-api uploader matcher notifier test/support test/stack test/chart \
   hack/tools/grype hack/tools/dockerfilecheck
 # Tool wrapper modules hold only a tools.go of blank imports: tidy-checked
 # (their dependency set is the cache key of the binaries), not linted.
-GO_WRAPPER_MODULES := hack/tools/kube hack/tools/etcd
+GO_WRAPPER_MODULES := hack/tools/kube hack/tools/etcd notifier/internal/amtest/tool
 
 ##@ General
 
@@ -34,7 +34,7 @@ help: ## Show this help.
 ##@ Build
 
 .PHONY: build
-build: build-operator build-results-api build-uploader build-matcher ## Build every component.
+build: build-operator build-results-api build-uploader build-matcher build-notifier ## Build every component.
 
 .PHONY: build-operator
 build-operator: ## Build bin/operator.
@@ -59,6 +59,10 @@ web-deps: ## Install web/'s npm packages (npm ci) when package-lock.json is newe
 build-matcher: ## Build bin/matcher (its own module, outside go.work: Grype's dependency tree stays there).
 	cd matcher && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(BIN)/matcher ./cmd/matcher
 
+.PHONY: build-notifier
+build-notifier: ## Build bin/notifier (its own module, like the matcher).
+	cd notifier && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(BIN)/notifier ./cmd/notifier
+
 .PHONY: build-uploader
 build-uploader: ## Build bin/uploader.
 	cd uploader && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(BIN)/uploader .
@@ -66,7 +70,7 @@ build-uploader: ## Build bin/uploader.
 ##@ Test
 
 .PHONY: test
-test: lint test-api test-support test-operator test-results-api test-uploader test-matcher test-tools test-web test-chart bench-smoke ## Lint, then run every test suite and smoke-run every benchmark (CI runs this, then make e2e).
+test: lint test-api test-support test-operator test-results-api test-uploader test-matcher test-notifier test-tools test-web test-chart bench-smoke ## Lint, then run every test suite and smoke-run every benchmark (CI runs this, then make e2e).
 
 .PHONY: test-api
 test-api: ## Shared contracts: every subject, exit code and path pinned.
@@ -95,6 +99,10 @@ bench-results-api: pg-install ## results-api benchmarks: ingest, lookup, queries
 .PHONY: test-uploader
 test-uploader: pg-install ## Uploader tests against a real results-api.
 	cd uploader && GOWORK=off go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-notifier
+test-notifier: ## notifier tests: real JetStream with the contract's users, real HTTP receivers, a real Alertmanager built from its module, a SIGKILLed child notifier.
+	cd notifier && GOWORK=off go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-matcher
 test-matcher: pg-install ## matcher tests: real Grype library on DBs written with Grype's writer, Grype's own DB client, a real results-api.
@@ -212,7 +220,7 @@ IMAGE_TAG ?= $(shell awk '/^appVersion:/ {gsub(/"/, "", $$2); print $$2}' helm/c
 DOCKER ?= docker
 
 .PHONY: docker-build
-docker-build: docker-build-operator docker-build-results-api docker-build-uploader docker-build-matcher ## Build the images (needs a Docker engine).
+docker-build: docker-build-operator docker-build-results-api docker-build-uploader docker-build-matcher docker-build-notifier ## Build the images (needs a Docker engine).
 
 .PHONY: docker-build-operator
 docker-build-operator: ## Build the operator image (operator/Dockerfile, context: repository root).
@@ -229,6 +237,10 @@ docker-build-uploader: ## Build the uploader image (the scan Jobs' main containe
 .PHONY: docker-build-matcher
 docker-build-matcher: ## Build the matcher image (one Grype DB for the cluster, re-matching).
 	$(DOCKER) build -f matcher/Dockerfile -t $(IMAGE_REGISTRY)/crowsnest-matcher:$(IMAGE_TAG) .
+
+.PHONY: docker-build-notifier
+docker-build-notifier: ## Build the notifier image (notifications from the public events).
+	$(DOCKER) build -f notifier/Dockerfile -t $(IMAGE_REGISTRY)/crowsnest-notifier:$(IMAGE_TAG) .
 
 .PHONY: verify-dockerfiles
 verify-dockerfiles: ## Parse every Dockerfile with BuildKit's parser; check every COPY source and go.mod replace.

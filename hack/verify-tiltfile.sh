@@ -37,8 +37,8 @@ python3 - "$tmp/result.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 manifests = {m["Name"]: m for m in r.get("Manifests", [])}
-want = ["crowsnest-operator", "crowsnest-results-api", "crowsnest-nats", "crowsnest-postgres", "crowsnest-matcher",
-        "operator-compile", "results-api-compile", "uploader-compile", "matcher-compile", "web-dev", "dev-secrets", "web", "cache", "worker", "ignored"]
+want = ["crowsnest-operator", "crowsnest-results-api", "crowsnest-nats", "crowsnest-postgres", "crowsnest-matcher", "crowsnest-notifier",
+        "operator-compile", "results-api-compile", "uploader-compile", "matcher-compile", "notifier-compile", "web-dev", "dev-secrets", "web", "cache", "worker", "ignored"]
 missing = [w for w in want if w not in manifests]
 if missing:
     sys.exit("verify-tiltfile: resources missing: %s (have %s)" % (missing, sorted(manifests)))

@@ -154,6 +154,12 @@ var renderCases = []renderCase{
 		absent: []string{"StatefulSet/crowsnest-nats", "StatefulSet/crowsnest-postgres", "PersistentVolumeClaim", "Secret"},
 	},
 	{
+		name: "notifier",
+		args: []string{"-f", "test/chart/testdata/values-notifier.yaml"},
+		want: []string{"Deployment/crowsnest-notifier", "ConfigMap/crowsnest-notifier", "ServiceAccount/crowsnest-notifier",
+			"NetworkPolicy/crowsnest-notifier", "Service/crowsnest-notifier"},
+	},
+	{
 		name: "monitoring with the Prometheus Operator API",
 		args: withScan("--set", "monitoring.enabled=true", "--api-versions", "monitoring.coreos.com/v1",
 			"--set", "monitoring.prometheusServiceAccount.namespace=monitoring", "--set", "monitoring.prometheusServiceAccount.name=prometheus"),

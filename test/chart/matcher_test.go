@@ -120,6 +120,42 @@ func checkMatcherPod(t *testing.T, m *PodTemplate, rematch bool) {
 	}
 }
 
+// TestNotifierNetworkFlows: the notifier reaches NATS, DNS and its
+// receivers' ports, nothing of Crowsnest's data (Postgres, results-api's
+// database) and no other port.
+func TestNotifierNetworkFlows(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	objs, err := Template(ctx, repoRoot, releaseNS, "-f", "test/chart/testdata/values-notifier.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := LoadPolicies(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := components(t, objs)
+	n, nats, pg := c("notifier"), c("nats"), c("postgres")
+	prometheus := Endpoint{Name: "prometheus", Namespace: "monitoring", Labels: map[string]string{"app.kubernetes.io/name": "prometheus"}}
+	for _, f := range []flow{
+		{n, nats, 4222, true},
+		{n, registry, 443, true},
+		{n, registry, 9093, true},
+		{n, registry, 80, false},
+		{n, pg, 5432, false},
+		{n, apiEndpoint, 6443, false},
+		{prometheus, n, 8080, true}, // its metrics
+	} {
+		got, err := pol.Allowed(f.from, f.to, f.port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != f.want {
+			t.Errorf("%s -> %s:%d allowed = %v, want %v", f.from, f.to, f.port, got, f.want)
+		}
+	}
+}
+
 // TestMatcherNetworkFlows: scan Pods reach the matcher for the DB; the
 // matcher reaches the upstream listing (not with upstreamURL off),
 // results-api, NATS and DNS, and nothing else sampled here.

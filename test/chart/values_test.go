@@ -30,6 +30,8 @@ func TestRejectedValues(t *testing.T) {
 		{"mirror URL without source=url", withScan("--set", "global.vulnDB.url=https://mirror.example/grype"), "global.vulnDB.url is used only with"},
 		{"mirror URL with credentials", withScan("--set", "global.vulnDB.source=url", "--set", "global.vulnDB.url=https://u:p@mirror.example/grype"), "url"},
 		{"two matchers", withScan("--set", "matcher.replicas=2"), "matcher.replicas: 0 or 1"},
+		{"notifier without receivers", withScan("--set", "notifier.enabled=true"), "notifier.enabled needs notifier.config.receivers"},
+		{"two notifiers", []string{"-f", "test/chart/testdata/values-notifier.yaml", "--set", "notifier.replicas=2"}, "notifier.replicas: 0 or 1"},
 		{"no tag and no digest", []string{"--set", "resultsApi.image.tag="}, "resultsApi"},
 		{"unknown key", []string{"--set", "operator.replica=2"}, "replica"},
 		{"external NATS without URL", []string{"--set", "nats.enabled=false"}, "nats"},

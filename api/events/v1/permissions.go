@@ -34,7 +34,12 @@ const ConsumerOperatorReportDeleted = "operator-report-deleted"
 // ServiceConsumers are the durable consumer names the services own on the
 // stream; other tools may not create, update or delete consumers by these
 // names (a tool names its own consumers anything else).
-var ServiceConsumers = []string{"results-api-scans", ConsumerOperatorReportDeleted, "notifier"}
+var ServiceConsumers = []string{"results-api-scans", ConsumerOperatorReportDeleted, ConsumerNotifier}
+
+// ConsumerNotifier is the notifier's durable consumer of findings.changed,
+// inventory.snapshot and job.done (several filter subjects, so nats.go
+// creates it on $JS.API.CONSUMER.CREATE.CROWSNEST.notifier).
+const ConsumerNotifier = "notifier"
 
 // JetStream API subjects of the CROWSNEST stream (see the NATS JetStream
 // wire API reference).
@@ -121,6 +126,9 @@ func Permissions(u User) Permission {
 		// cannot delete, replace or reconfigure the services' consumers.
 		deny = append(deny, StreamSubjects, jsAPI+"CONSUMER.DELETE."+StreamName+".>")
 		for _, c := range ServiceConsumers {
+			if u == UserNotifier && c == ConsumerNotifier {
+				continue // its own
+			}
 			deny = append(deny, jsAPI+"CONSUMER.CREATE."+StreamName+"."+c, jsAPI+"CONSUMER.CREATE."+StreamName+"."+c+".>",
 				jsAPI+"CONSUMER.DURABLE.CREATE."+StreamName+"."+c)
 		}

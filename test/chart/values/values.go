@@ -5,6 +5,7 @@ type Values struct {
 	Global         Global         `json:"global"`
 	Operator       Operator       `json:"operator"`
 	Matcher        Matcher        `json:"matcher"`
+	Notifier       Notifier       `json:"notifier"`
 	ResultsAPI     ResultsAPI     `json:"resultsApi"`
 	NATS           NATS           `json:"nats"`
 	Postgres       Postgres       `json:"postgres"`
@@ -107,6 +108,24 @@ type NATSCredentials struct {
 	Operator   NATSClient `json:"operator"`
 	ResultsAPI NATSClient `json:"resultsApi"`
 	Matcher    NATSClient `json:"matcher"`
+	Notifier   NATSClient `json:"notifier"`
+}
+
+// Notifier is the notifier (off by default).
+type Notifier struct {
+	Enabled bool `json:"enabled" jsonschema:"description=Run the notifier (needs config.receivers and routes)"`
+	Component
+	DashboardURL string         `json:"dashboardURL" jsonschema:"description=Base URL of the dashboard for links in notifications,pattern=^$|^https?://"`
+	Config       NotifierConfig `json:"config" jsonschema:"description=Receivers and routes (docs/notifications.md); validated by the notifier at start"`
+	SecretName   string         `json:"secretName" jsonschema:"description=Existing Secret whose keys are mounted as files under /etc/crowsnest/secrets (receiver secrets),pattern=^$|^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$,maxLength=253"`
+	EgressPorts  []int          `json:"egressPorts" jsonschema:"description=Ports the notifier may reach on any address (its receivers),uniqueItems=true"`
+}
+
+// NotifierConfig is the notifier's configuration file; the notifier
+// checks it (unknown fields are errors there).
+type NotifierConfig struct {
+	Receivers []map[string]any `json:"receivers"`
+	Routes    []map[string]any `json:"routes"`
 }
 
 // NATSClient is how one component authenticates to an external NATS: a

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"testing"
+
+	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+)
+
+// childEnv carries the child notifier's flags (JSON) to the re-run test
+// binary.
+const childEnv = "CROWSNEST_NOTIFIER_CHILD_ARGS"
+
+// TestNotifierChild is the child process of the kill test: a real
+// notifier with the flags it was given, until it is killed.
+func TestNotifierChild(t *testing.T) {
+	raw := os.Getenv(childEnv)
+	if raw == "" {
+		t.Skip("runs only as the kill test's child")
+	}
+	var args []string
+	if err := json.Unmarshal([]byte(raw), &args); err != nil {
+		t.Fatal(err)
+	}
+	o, err := parse(args, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, deps{stdout: io.Discard, stderr: os.Stderr}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestKilledBetweenReceiveAndSendSentOnceAfterRestart runs the notifier as
+// a child process and SIGKILLs it (no deferred cleanup runs) while its
+// receiver holds the request open: the event was received and
+// acknowledged, the message not yet accepted. After a restart the message
+// is delivered exactly once, with the same CloudEvents id.
+func TestKilledBetweenReceiveAndSendSentOnceAfterRestart(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	firstID := make(chan string, 1)
+	rc.handle = func(w http.ResponseWriter, r *http.Request, attempt int) bool {
+		if attempt == 1 {
+			firstID <- r.Header.Get("Ce-Id")
+			<-r.Context().Done() // held until the killed child's connection drops
+			return false
+		}
+		return true
+	}
+	cfg := `
+receivers:
+- name: hook
+  webhook: {url: "` + rc.URL + `", mode: binary}
+routes:
+- {name: all, receiver: hook, groupWait: 10ms}
+`
+	o := e.options(cfg)
+	args := []string{"--config", o.config, "--nats-url", e.url, "--nats-user", "notifier", "--nats-password-file", e.pwFile,
+		"--listen", "127.0.0.1:0"}
+	raw, _ := json.Marshal(args)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestNotifierChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+
+	e.inventory("a", digest('a'), nil)
+	e.findings(digest('a'), 1, "CVE-2026-0100")
+	var id string
+	select {
+	case id = <-firstID:
+	case <-e.ctx.Done():
+		t.Fatal("the child never tried to send")
+	}
+	// Received and acknowledged: nothing is left for JetStream to redeliver,
+	// so only the notifier's own state can bring the message back.
+	cons, err := e.js(evv1.UserNotifier).Consumer(e.ctx, evv1.StreamName, testConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumAckPending != 0 || info.NumPending != 0 {
+		t.Fatalf("before the kill: %d unacknowledged, %d pending; want both 0", info.NumAckPending, info.NumPending)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if rc.accepted() != 0 {
+		t.Fatalf("accepted %d before the restart", rc.accepted())
+	}
+
+	n := e.start(o)
+	eventually(t, "delivery after the restart", func() bool { return rc.accepted() == 1 })
+	waitIdle(t, e, n, 0)
+	if err := n.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if rc.accepted() != 1 {
+		t.Fatalf("accepted %d messages, want exactly 1", rc.accepted())
+	}
+	if got := rc.headers[0].Get("Ce-Id"); got != id || id == "" {
+		t.Fatalf("redelivered id %q, first attempt %q: want the same", got, id)
+	}
+	if sent := n.count("crowsnest_notifier_sent_total"); sent != 1 {
+		t.Fatalf("sent metric %v, want 1", sent)
+	}
+}

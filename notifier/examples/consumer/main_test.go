@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
+)
+
+// TestExampleConsumer builds the example the docs show and runs it as the
+// reader user against a server with the contract's permissions: a
+// findings.changed published by results-api comes out as a line.
+func TestExampleConsumer(t *testing.T) {
+	pw := map[evv1.User]string{evv1.UserResultsAPI: "pw-api", evv1.UserReader: "pw-reader"}
+	_, url := natstest.StartAuthT(t, pw)
+	bin := filepath.Join(t.TempDir(), "consumer")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nc, err := nats.Connect(url, nats.UserInfo("results-api", "pw-api"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if _, err := evv1.EnsureStream(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	d := "sha256:" + strings.Repeat("c", 64)
+	p := evv1.FindingsChanged{ChangeID: 1, Digest: d, Image: "demo@" + d, Cause: evv1.CauseRematch, ChangedAt: time.Now(),
+		New: []evv1.ChangedFinding{{ID: "CVE-2026-9999", Severity: "critical", Package: evv1.ChangedPackage{Name: "zlib", Version: "1.2"}}}}
+	ev, _ := evv1.New(evv1.SourceResultsAPI, evv1.TypeFindingsChanged, "id-1", "", time.Now(), p)
+	b, _ := json.Marshal(ev)
+	if _, err := js.Publish(ctx, evv1.SubjectFindingsChanged, b); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.CommandContext(ctx, bin, url, "reader", "pw-reader")
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "demo@" + d + " CVE-2026-9999 in zlib 1.2 (rematch)\n"; line != want {
+		t.Fatalf("printed %q, want %q", line, want)
+	}
+}

@@ -1,0 +1,238 @@
+package engine
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	"github.com/crowsnest-dev/crowsnest/notifier/internal/config"
+	"github.com/crowsnest-dev/crowsnest/notifier/internal/state"
+)
+
+// MaxListed bounds the findings kept per digest and per item.
+const MaxListed = 100
+
+// routed is an item for one route.
+type routed struct {
+	route string
+	item  state.Item
+}
+
+func finding(f evv1.ChangedFinding) state.Finding {
+	return state.Finding{ID: f.ID, Severity: f.Severity, Package: f.Package.Name, Version: f.Package.Version, FixedIn: f.FixedIn}
+}
+
+func itemKey(parts ...string) string { return strings.Join(parts, "|") }
+
+// findingsItems decides what a findings.changed says to each route: the
+// new findings (or, for a first scan, the counts) at or above the route's
+// severity in every namespace that runs the digest, and resolved criticals.
+func findingsItems(cfg *config.Config, ev evv1.Event, p evv1.FindingsChanged, inv map[string]*state.Namespace) []routed {
+	var out []routed
+	for _, ns := range sortedNamespaces(inv) {
+		n := inv[ns]
+		run, ok := n.Digests[p.Digest]
+		if !ok {
+			continue
+		}
+		for i := range cfg.Routes {
+			r := &cfg.Routes[i]
+			if !r.MatchNamespace(ns, n.Labels) || !r.MatchCause(string(p.Cause)) {
+				continue
+			}
+			base := state.Item{EventID: ev.ID, Namespace: ns, Digest: p.Digest, Image: p.Image, Cause: string(p.Cause), Workloads: run.Workloads, At: p.ChangedAt}
+			if r.Has(config.KindNew) {
+				it := base
+				it.Kind = config.KindNew
+				if p.Baseline {
+					it.Counts = countsAtLeast(p.NewCounts, r.MinSeverity)
+				}
+				for _, f := range p.New {
+					if r.MatchFinding(f.Severity, len(f.FixedIn) > 0) && len(it.Findings) < MaxListed {
+						it.Findings = append(it.Findings, finding(f))
+					}
+				}
+				if len(it.Findings) > 0 || len(it.Counts) > 0 && !r.FixableOnly {
+					it.Key = itemKey(it.Kind, ev.ID, p.Digest, ns)
+					out = append(out, routed{r.Name, it})
+				}
+			}
+			if r.Has(config.KindResolved) {
+				it := base
+				it.Kind = config.KindResolved
+				for _, f := range p.Resolved {
+					if f.Severity == "critical" && len(it.Findings) < MaxListed {
+						it.Findings = append(it.Findings, finding(f))
+					}
+				}
+				if len(it.Findings) > 0 {
+					it.Key = itemKey(it.Kind, ev.ID, p.Digest, ns)
+					out = append(out, routed{r.Name, it})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func countsAtLeast(c evv1.SeverityCounts, min string) map[string]int {
+	out := map[string]int{}
+	for sev, n := range map[string]int{"critical": c.Critical, "high": c.High, "medium": c.Medium, "low": c.Low, "negligible": c.Negligible, "unknown": c.Unknown} {
+		if n > 0 && config.Rank(sev) >= config.Rank(min) {
+			out[sev] = n
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// applyCriticals returns a digest's critical findings after the change,
+// and false when the change was applied already (a replay).
+func applyCriticals(c state.Criticals, p evv1.FindingsChanged) (state.Criticals, bool) {
+	if p.ChangeID != 0 && p.ChangeID <= c.ChangeID {
+		return c, false
+	}
+	c.ChangeID, c.Image = p.ChangeID, p.Image
+	if p.Baseline {
+		c.Count, c.Listed = p.NewCounts.Critical, nil
+		return c, true
+	}
+	c.Count += p.NewCounts.Critical - p.ResolvedCounts.Critical
+	c.Count = max(c.Count, 0)
+	gone := map[string]bool{}
+	for _, f := range p.Resolved {
+		gone[findingKey(finding(f))] = true
+	}
+	kept := c.Listed[:0:0]
+	for _, f := range c.Listed {
+		if !gone[findingKey(f)] {
+			kept = append(kept, f)
+		}
+	}
+	for _, f := range p.New {
+		if f.Severity == "critical" && len(kept) < MaxListed {
+			kept = append(kept, finding(f))
+		}
+	}
+	c.Listed = kept
+	return c, true
+}
+
+func findingKey(f state.Finding) string { return itemKey(f.ID, f.Package, f.Version) }
+
+// namespaceOf summarises a snapshot: digest → workloads running it.
+func namespaceOf(p evv1.InventorySnapshot) *state.Namespace {
+	n := &state.Namespace{Name: p.Namespace, Labels: p.Labels, Digests: map[string]state.Running{}}
+	for _, w := range p.Workloads {
+		wl := w.Kind + "/" + w.Name
+		for _, c := range w.Containers {
+			r := n.Digests[c.Digest]
+			if r.Image == "" {
+				r.Image = c.Image
+			}
+			if len(r.Workloads) == 0 || r.Workloads[len(r.Workloads)-1] != wl {
+				r.Workloads = append(r.Workloads, wl)
+			}
+			n.Digests[c.Digest] = r
+		}
+	}
+	return n
+}
+
+// runningItems decides what a new snapshot says: for every digest with
+// critical findings, the workloads that run it now and did not before.
+func runningItems(cfg *config.Config, ev evv1.Event, prev, next *state.Namespace, crit func(digest string) state.Criticals) []routed {
+	var out []routed
+	digests := make([]string, 0, len(next.Digests))
+	for d := range next.Digests {
+		digests = append(digests, d)
+	}
+	sort.Strings(digests)
+	for _, d := range digests {
+		var added []string
+		before := map[string]bool{}
+		if prev != nil {
+			for _, w := range prev.Digests[d].Workloads {
+				before[w] = true
+			}
+		}
+		for _, w := range next.Digests[d].Workloads {
+			if !before[w] {
+				added = append(added, w)
+			}
+		}
+		if len(added) == 0 {
+			continue
+		}
+		c := crit(d)
+		if c.Count == 0 {
+			continue
+		}
+		for i := range cfg.Routes {
+			r := &cfg.Routes[i]
+			if !r.Has(config.KindRunning) || !r.MatchNamespace(next.Name, next.Labels) {
+				continue
+			}
+			it := state.Item{Key: itemKey(config.KindRunning, ev.ID, d, next.Name), EventID: ev.ID, Kind: config.KindRunning,
+				Namespace: next.Name, Digest: d, Image: c.Image, Workloads: added, At: ev.Time}
+			if it.Image == "" {
+				it.Image = next.Digests[d].Image
+			}
+			for _, f := range c.Listed {
+				if r.MatchFinding(f.Severity, len(f.FixedIn) > 0) {
+					it.Findings = append(it.Findings, f)
+				}
+			}
+			if r.FixableOnly && len(it.Findings) == 0 {
+				continue
+			}
+			if unlisted := c.Count - len(c.Listed); unlisted > 0 {
+				it.Counts = map[string]int{"critical": c.Count}
+			}
+			out = append(out, routed{r.Name, it})
+		}
+	}
+	return out
+}
+
+// failureItems records a failed scan and, when the namespace reached the
+// threshold within the window, says so to its routes (and starts counting
+// again).
+func failureItems(cfg *config.Config, ev evv1.Event, p evv1.JobDone, f state.Failures, labels map[string]string, now time.Time) ([]routed, state.Failures) {
+	window := time.Duration(cfg.ScanFailures.Window)
+	events := map[string]time.Time{}
+	for id, at := range f.Events {
+		if now.Sub(at) <= window {
+			events[id] = at
+		}
+	}
+	events[ev.ID] = ev.Time
+	f.Events = events
+	if len(events) < cfg.ScanFailures.Threshold {
+		return nil, f
+	}
+	f.Events = nil
+	var out []routed
+	for i := range cfg.Routes {
+		r := &cfg.Routes[i]
+		if !r.Has(config.KindScanFailures) || !r.MatchNamespace(p.Namespace, labels) {
+			continue
+		}
+		out = append(out, routed{r.Name, state.Item{Key: itemKey(config.KindScanFailures, ev.ID, p.Namespace), EventID: ev.ID,
+			Kind: config.KindScanFailures, Namespace: p.Namespace, Digest: p.Digest, Image: p.Image,
+			Failures: len(events), Reason: p.Reason, At: ev.Time}})
+	}
+	return out, f
+}
+
+func sortedNamespaces(inv map[string]*state.Namespace) []string {
+	out := make([]string, 0, len(inv))
+	for ns := range inv {
+		out = append(out, ns)
+	}
+	sort.Strings(out)
+	return out
+}
