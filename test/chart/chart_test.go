@@ -146,8 +146,8 @@ var renderCases = []renderCase{
 		absent: []string{"StatefulSet/crowsnest-nats", "Secret/crowsnest-nats-users", "Secret/crowsnest-nats-config"},
 	},
 	{
-		name:   "external NATS and database",
-		args:   withScan("-f", "test/chart/testdata/values-external.yaml"),
+		name: "external NATS and database",
+		args: withScan("-f", "test/chart/testdata/values-external.yaml"),
 		// The matcher keeps its DB volume; nothing of the bundled NATS and
 		// Postgres, and no generated Secret.
 		want:   []string{"Deployment/crowsnest-operator", "Deployment/crowsnest-results-api", "StatefulSet/crowsnest-matcher"},

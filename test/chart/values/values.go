@@ -308,6 +308,7 @@ type Monitoring struct {
 	Labels                   map[string]string `json:"labels"`
 	PrometheusServiceAccount ServiceAccountRef `json:"prometheusServiceAccount" jsonschema:"description=Prometheus's ServiceAccount: the chart binds it to ClusterRole <release>-metrics-reader; empty: bind it yourself"`
 	Interval                 string            `json:"interval" jsonschema:"pattern=^[0-9]+(ms|s|m|h)$"`
+	RunbookBaseURL           string            `json:"runbookBaseURL" jsonschema:"description=Each alert's runbook_url is this plus #<alert name in lower case> (docs/runbooks.md),pattern=^https?://"`
 	Rules                    Rules             `json:"rules"`
 	Dashboard                Dashboard         `json:"dashboard"`
 }
@@ -323,6 +324,7 @@ type Rules struct {
 	ScanFailureRatio float64 `json:"scanFailureRatio" jsonschema:"minimum=0,maximum=1"`
 	StaleReportsFor  string  `json:"staleReportsFor" jsonschema:"pattern=^[0-9]+(m|h|d)$"`
 	APIErrorRatio    float64 `json:"apiErrorRatio" jsonschema:"minimum=0,maximum=1"`
+	VulnDBMaxAge     int     `json:"vulnDBMaxAgeSeconds" jsonschema:"description=Alert when the matcher's DB is older than this many seconds,minimum=3600"`
 }
 
 // Dashboard is the Grafana dashboard ConfigMap.
