@@ -404,7 +404,7 @@ func rbacPolicy(t *testing.T, release string, clusterWide bool) map[string]RoleP
 	policy["ClusterRole/"+release+"-metrics-reader"] = RolePolicy{Rules: load(MetricsReaderRole)}
 	operator := load(OperatorRole)
 	if clusterWide {
-		policy["ClusterRole/"+release+"-operator"] = RolePolicy{Rules: operator}
+		policy["ClusterRole/"+release+"-operator"] = RolePolicy{Rules: append(operator, OperatorReadRules...)}
 		return policy
 	}
 	scope, err := DiscoveryScope(apiCfg)
@@ -416,6 +416,6 @@ func rbacPolicy(t *testing.T, release string, clusterWide bool) map[string]RoleP
 		t.Fatal(err)
 	}
 	policy["Role/"+release+"-operator"] = RolePolicy{Rules: namespaced}
-	policy["ClusterRole/"+release+"-operator"] = RolePolicy{Rules: cluster}
+	policy["ClusterRole/"+release+"-operator"] = RolePolicy{Rules: append(cluster, OperatorReadRules...)}
 	return policy
 }

@@ -25,6 +25,14 @@ var ResultsAPIRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get"}},
 }
 
+// OperatorReadRules let the operator's lookup read every report in
+// results-api (SubjectAccessReview for list on the virtual resource
+// reports.crowsnest.dev, cluster-wide): without them it would see only the
+// digests of its own namespaces and scan the rest again and again.
+var OperatorReadRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"crowsnest.dev"}, Resources: []string{"reports"}, Verbs: []string{"list"}},
+}
+
 // AdminRules and ViewRules are the ClusterRoles for people and CI on the
 // virtual resource reports.crowsnest.dev: the admin scope (SubjectAccessReview
 // create/delete), and reading.
