@@ -17,7 +17,7 @@ GO_TEST_FLAGS ?= -count=1 -race -timeout=20m
 # Every Go module with code: linted, tidy-checked and tested. Modules outside
 # go.work (the chart tests and the tool modules) are built with GOWORK=off,
 # so all of them are, to test each module exactly as it builds alone.
-GO_MODULES := api operator/api operator results-api uploader matcher notifier test/support test/stack test/chart \
+GO_MODULES := api operator/api operator results-api uploader matcher notifier kubectl-crowsnest test/support test/stack test/chart \
   hack/tools/grype hack/tools/dockerfilecheck
 # Tool wrapper modules hold only a tools.go of blank imports: tidy-checked
 # (their dependency set is the cache key of the binaries), not linted.
@@ -63,6 +63,10 @@ build-matcher: ## Build bin/matcher (its own module, outside go.work: Grype's de
 build-notifier: ## Build bin/notifier (its own module, like the matcher).
 	cd notifier && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(BIN)/notifier ./cmd/notifier
 
+.PHONY: build-kubectl-plugin
+build-kubectl-plugin: ## Build bin/kubectl-crowsnest (put it on PATH: kubectl crowsnest …).
+	cd kubectl-crowsnest && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(BIN)/kubectl-crowsnest .
+
 .PHONY: build-uploader
 build-uploader: ## Build bin/uploader.
 	cd uploader && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(BIN)/uploader .
@@ -70,7 +74,7 @@ build-uploader: ## Build bin/uploader.
 ##@ Test
 
 .PHONY: test
-test: lint test-api test-support test-operator test-results-api test-uploader test-matcher test-notifier test-tools test-web test-chart bench-smoke ## Lint, then run every test suite and smoke-run every benchmark (CI runs this, then make e2e).
+test: lint test-api test-support test-operator test-results-api test-uploader test-matcher test-notifier test-kubectl-plugin test-tools test-web test-chart bench-smoke ## Lint, then run every test suite and smoke-run every benchmark (CI runs this, then make e2e).
 
 .PHONY: test-api
 test-api: ## Shared contracts: every subject, exit code and path pinned.
@@ -103,6 +107,10 @@ test-uploader: pg-install ## Uploader tests against a real results-api.
 .PHONY: test-notifier
 test-notifier: ## notifier tests: real JetStream with the contract's users, real HTTP receivers, a real Alertmanager built from its module, a SIGKILLed child notifier.
 	cd notifier && GOWORK=off go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-kubectl-plugin
+test-kubectl-plugin: ## kubectl-crowsnest: every command's output, the transport and its error messages, the krew manifest.
+	cd kubectl-crowsnest && GOWORK=off go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-matcher
 test-matcher: pg-install ## matcher tests: real Grype library on DBs written with Grype's writer, Grype's own DB client, a real results-api.

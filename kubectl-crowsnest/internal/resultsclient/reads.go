@@ -1,0 +1,127 @@
+package resultsclient
+
+import (
+	"context"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// MaxItems bounds what one command collects across pages.
+const MaxItems = 10000
+
+// ListOptions filters the report list (GET /api/v1/reports).
+type ListOptions struct {
+	// Namespace asks for the images running in it. A results-api from before
+	// the inventory ignores the parameter; its items then carry no runningIn.
+	Namespace   string
+	MinSeverity string
+	Fixable     bool
+	Query       string // q: image reference or vulnerability id
+	Sort        string
+}
+
+// ListReports returns every report matching opts, following the cursor up
+// to MaxItems.
+func (c *Client) ListReports(ctx context.Context, opts ListOptions) ([]ReportSummary, error) {
+	q := url.Values{"limit": {"500"}}
+	set(q, "namespace", opts.Namespace)
+	set(q, "minSeverity", opts.MinSeverity)
+	set(q, "q", opts.Query)
+	set(q, "sort", opts.Sort)
+	if opts.Fixable {
+		q.Set("fixable", "true")
+	}
+	var out []ReportSummary
+	for len(out) < MaxItems {
+		var page ReportList
+		if err := c.Get(ctx, Request{Path: "/api/v1/reports", Query: q, Namespace: opts.Namespace}, &page); err != nil {
+			return nil, err
+		}
+		out = append(out, page.Items...)
+		if page.NextCursor == "" {
+			break
+		}
+		q.Set("cursor", page.NextCursor)
+	}
+	return out, nil
+}
+
+// Report returns a report with all of its findings (results-api pages them;
+// a report holds at most 50,000).
+func (c *Client) Report(ctx context.Context, digest, namespace string) (*ReportDetail, error) {
+	path := "/api/v1/reports/" + url.PathEscape(digest)
+	q := url.Values{"findingsLimit": {"5000"}}
+	var out *ReportDetail
+	for {
+		var page ReportDetail
+		if err := c.Get(ctx, Request{Path: path, Query: q, Namespace: namespace}, &page); err != nil {
+			return nil, err
+		}
+		if out == nil {
+			out = &page
+		} else {
+			out.Findings = append(out.Findings, page.Findings...)
+		}
+		if page.FindingsNextCursor == "" {
+			break
+		}
+		q.Set("findingsCursor", page.FindingsNextCursor)
+	}
+	out.FindingsNextCursor = ""
+	return out, nil
+}
+
+// Vulnerability returns a vulnerability and the images carrying it.
+func (c *Client) Vulnerability(ctx context.Context, id, namespace string) (*Vulnerability, error) {
+	var v Vulnerability
+	if err := c.Get(ctx, Request{Path: "/api/v1/vulnerabilities/" + url.PathEscape(id), Namespace: namespace}, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// ChangeOptions filters the fleet's change feed (GET /api/v1/changes).
+type ChangeOptions struct {
+	Since       time.Time
+	MinSeverity string
+	Max         int // stop after this many changes (0: MaxItems)
+}
+
+// Changes returns the changes since opts.Since, newest first.
+func (c *Client) Changes(ctx context.Context, opts ChangeOptions) ([]Change, error) {
+	q := url.Values{"limit": {"100"}}
+	if !opts.Since.IsZero() {
+		q.Set("since", opts.Since.UTC().Format(time.RFC3339))
+	}
+	set(q, "minSeverity", opts.MinSeverity)
+	max := opts.Max
+	if max <= 0 || max > MaxItems {
+		max = MaxItems
+	}
+	var out []Change
+	for len(out) < max {
+		if rest := max - len(out); rest < 100 {
+			q.Set("limit", strconv.Itoa(rest))
+		}
+		var page ChangeList
+		if err := c.Get(ctx, Request{Path: "/api/v1/changes", Query: q}, &page); err != nil {
+			return nil, err
+		}
+		out = append(out, page.Items...)
+		if page.NextCursor == "" {
+			break
+		}
+		q.Set("cursor", page.NextCursor)
+	}
+	if len(out) > max {
+		out = out[:max]
+	}
+	return out, nil
+}
+
+func set(q url.Values, k, v string) {
+	if v != "" {
+		q.Set(k, v)
+	}
+}
