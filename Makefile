@@ -17,7 +17,7 @@ GO_TEST_FLAGS ?= -count=1 -race -timeout=20m
 # Every Go module with code: linted, tidy-checked and tested. Modules outside
 # go.work (the chart tests and the tool modules) are built with GOWORK=off,
 # so all of them are, to test each module exactly as it builds alone.
-GO_MODULES := api operator/api operator results-api uploader matcher notifier kubectl-crowsnest test/support test/stack test/chart \
+GO_MODULES := api operator/api operator results-api uploader matcher notifier kubectl-crowsnest kubectl-crowsnest/e2e test/support test/stack test/chart \
   hack/tools/grype hack/tools/dockerfilecheck
 # Tool wrapper modules hold only a tools.go of blank imports: tidy-checked
 # (their dependency set is the cache key of the binaries), not linted.
@@ -109,8 +109,9 @@ test-notifier: ## notifier tests: real JetStream with the contract's users, real
 	cd notifier && GOWORK=off go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-kubectl-plugin
-test-kubectl-plugin: ## kubectl-crowsnest: every command's output, the transport and its error messages, the krew manifest.
+test-kubectl-plugin: kube-assets pg-install ## kubectl-crowsnest: unit tests and krew manifest, then every command against a real kube-apiserver and results-api (Postgres, JetStream).
 	cd kubectl-crowsnest && GOWORK=off go test $(GO_TEST_FLAGS) ./...
+	cd kubectl-crowsnest/e2e && GOWORK=off go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-matcher
 test-matcher: pg-install ## matcher tests: real Grype library on DBs written with Grype's writer, Grype's own DB client, a real results-api.

@@ -16,6 +16,7 @@ import (
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 
 	"github.com/crowsnest-dev/crowsnest/operator/internal/controller"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/inventory"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
 )
 
@@ -39,6 +40,7 @@ type Options struct {
 	NATS                    eventsv1.Credentials
 	PublishTimeout          time.Duration
 	PublishRetry            time.Duration
+	Inventory               bool
 	GrypeImage              string
 	VulnDBURL               string
 	UploaderImage           string
@@ -78,6 +80,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.NATS.NKeyFile, "nats-nkey-file", "", "file holding an NKey seed, instead of user and password")
 	fs.DurationVar(&o.PublishTimeout, "publish-timeout", 5*time.Second, "timeout of one event publish")
 	fs.DurationVar(&o.PublishRetry, "publish-retry", 15*time.Second, "wait before retrying undelivered events")
+	fs.BoolVar(&o.Inventory, "inventory", true, "publish crowsnest.inventory.snapshot: per namespace, which workloads run which digests (needs --nats-url; list and watch of ReplicaSets, Jobs and, cluster-wide, Namespaces)")
 	fs.StringVar(&o.VulnDBURL, "vulndb-url", "", "base URL scan Jobs fetch Grype's vulnerability DB from (GRYPE_DB_UPDATE_URL), e.g. the matcher's http://crowsnest-matcher:8080/vulndb (empty: every scan downloads it from Grype's public URL)")
 	fs.StringVar(&o.GrypeImage, "grype-image", scanjob.DefaultGrypeImage, "Grype image of scan Jobs (a Scanner's spec.grypeImage wins)")
 	fs.StringVar(&o.UploaderImage, "uploader-image", "", "uploader image of scan Jobs (required)")
@@ -181,7 +184,19 @@ func (o *Options) controllerOptions() controller.Options {
 		LookupRetry: o.LookupRetry, PublishRetry: o.PublishRetry, Workers: o.Workers, StuckGrace: o.StuckGrace,
 		MaxConcurrentScans: o.MaxConcurrentScans, RescansPerMinute: o.RescansPerMinute, RescanJitter: o.RescanJitter,
 		WatchNamespaces: o.WatchNamespaces,
+		Inventory:       o.inventoryOptions(),
 	}
+}
+
+// inventoryOptions leave the operator's own namespace out and read
+// namespace labels only when the operator watches the whole cluster (a
+// namespaced install cannot list Namespaces).
+func (o *Options) inventoryOptions() inventory.Options {
+	opts := inventory.Options{Enabled: o.Inventory, NamespaceLabels: len(o.WatchNamespaces) == 0, RetryBase: o.PublishRetry}
+	if o.OperatorNamespace != "" {
+		opts.Exclude = []string{o.OperatorNamespace}
+	}
+	return opts
 }
 
 // clusterScannerOptions are the settings the ClusterScanner controller

@@ -32,7 +32,20 @@ func NewReportSummary(s report.Summary) ReportSummary {
 	return ReportSummary{Digest: s.Digest, Image: s.Image, ScannedAt: s.ScannedAt, StoredAt: s.StoredAt,
 		GrypeVersion: s.GrypeVersion, DbBuilt: s.DBBuilt, DbSchema: optString(s.DBSchema),
 		MatchedAt: optTime(s.MatchedAt), Cause: cause(s.Cause),
-		Counts: NewSeverityCounts(s.Counts), Fixable: s.Fixable, Findings: s.Findings, Scan: NewScanStatus(s.Scan)}
+		Counts: NewSeverityCounts(s.Counts), Fixable: s.Fixable, Findings: s.Findings, Scan: NewScanStatus(s.Scan),
+		RunningIn: runningIn(s.RunningIn)}
+}
+
+// runningIn renders the workloads running a digest (absent when not known).
+func runningIn(ws []report.Workload) *[]RunningWorkload {
+	if ws == nil {
+		return nil
+	}
+	out := make([]RunningWorkload, len(ws))
+	for i, w := range ws {
+		out[i] = RunningWorkload{Namespace: w.Namespace, Kind: w.Kind, Name: w.Name, Containers: w.Containers, Pods: w.Pods}
+	}
+	return &out
 }
 
 // NewReportDetail renders a report with its findings.
@@ -42,7 +55,7 @@ func NewReportDetail(r *report.Report) ReportDetail {
 		GrypeVersion: s.GrypeVersion, DbBuilt: s.DBBuilt, DbSchema: optString(s.DBSchema),
 		MatchedAt: optTime(s.MatchedAt), Cause: cause(s.Cause),
 		Counts: NewSeverityCounts(s.Counts), Fixable: s.Fixable, FindingCount: s.Findings, Scan: NewScanStatus(s.Scan),
-		Findings: make([]Finding, len(r.FindingList))}
+		RunningIn: runningIn(s.RunningIn), Findings: make([]Finding, len(r.FindingList))}
 	for i, f := range r.FindingList {
 		fixed := f.FixedIn
 		if fixed == nil {

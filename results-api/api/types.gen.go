@@ -109,6 +109,27 @@ func (e Severity) Valid() bool {
 	}
 }
 
+// Defines values for ListReportsParamsRunning.
+const (
+	All   ListReportsParamsRunning = "all"
+	False ListReportsParamsRunning = "false"
+	True  ListReportsParamsRunning = "true"
+)
+
+// Valid indicates whether the value is a known member of the ListReportsParamsRunning enum.
+func (e ListReportsParamsRunning) Valid() bool {
+	switch e {
+	case All:
+		return true
+	case False:
+		return true
+	case True:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListReportsParamsSort.
 const (
 	ListReportsParamsSortCritical       ListReportsParamsSort = "critical"
@@ -194,6 +215,18 @@ func (e PutReportParamsContentEncoding) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// Access defines model for Access.
+type Access struct {
+	// Cluster May read every report, including images not running now.
+	Cluster bool `json:"cluster"`
+
+	// Namespaces With cluster false, the namespaces whose running images the caller may read, sorted; empty otherwise.
+	Namespaces []string `json:"namespaces"`
+
+	// User The authenticated user ("" with --read-auth=open).
+	User string `json:"user"`
 }
 
 // AffectedImage defines model for AffectedImage.
@@ -403,14 +436,15 @@ type ReportDetail struct {
 	Findings []Finding `json:"findings"`
 
 	// FindingsNextCursor Pass as findingsCursor for the next page of findings; absent on the last page.
-	FindingsNextCursor *string     `json:"findingsNextCursor,omitempty"`
-	Fixable            int         `json:"fixable"`
-	GrypeVersion       string      `json:"grypeVersion"`
-	Image              string      `json:"image"`
-	MatchedAt          *time.Time  `json:"matchedAt,omitempty"`
-	Scan               *ScanStatus `json:"scan,omitempty"`
-	ScannedAt          time.Time   `json:"scannedAt"`
-	StoredAt           time.Time   `json:"storedAt"`
+	FindingsNextCursor *string            `json:"findingsNextCursor,omitempty"`
+	Fixable            int                `json:"fixable"`
+	GrypeVersion       string             `json:"grypeVersion"`
+	Image              string             `json:"image"`
+	MatchedAt          *time.Time         `json:"matchedAt,omitempty"`
+	RunningIn          *[]RunningWorkload `json:"runningIn,omitempty"`
+	Scan               *ScanStatus        `json:"scan,omitempty"`
+	ScannedAt          time.Time          `json:"scannedAt"`
+	StoredAt           time.Time          `json:"storedAt"`
 }
 
 // ReportList defines model for ReportList.
@@ -464,14 +498,31 @@ type ReportSummary struct {
 	Image string `json:"image"`
 
 	// MatchedAt When the findings were last matched against a DB (the report's write or a later PUT .../vulndb).
-	MatchedAt *time.Time  `json:"matchedAt,omitempty"`
-	Scan      *ScanStatus `json:"scan,omitempty"`
+	MatchedAt *time.Time `json:"matchedAt,omitempty"`
+
+	// RunningIn The workloads running this digest now (from the operator's inventory), limited to the namespaces the caller may read; empty when none does.
+	RunningIn *[]RunningWorkload `json:"runningIn,omitempty"`
+	Scan      *ScanStatus        `json:"scan,omitempty"`
 
 	// ScannedAt The BOM's metadata timestamp
 	ScannedAt time.Time `json:"scannedAt"`
 
 	// StoredAt When the server last received this report.
 	StoredAt time.Time `json:"storedAt"`
+}
+
+// RunningWorkload defines model for RunningWorkload.
+type RunningWorkload struct {
+	// Containers The workload's containers running this digest, sorted.
+	Containers []string `json:"containers"`
+
+	// Kind Deployment, StatefulSet, DaemonSet, CronJob, Job, ReplicaSet, Pod, or the owner kind the operator found.
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+
+	// Pods Running Pods of the workload with one of these containers on this digest (summed over containers).
+	Pods int `json:"pods"`
 }
 
 // ScanCounts defines model for ScanCounts.
@@ -559,6 +610,43 @@ type Vulnerability struct {
 	Url         *string         `json:"url,omitempty"`
 }
 
+// WorkloadImage defines model for WorkloadImage.
+type WorkloadImage struct {
+	Containers []string        `json:"containers"`
+	Counts     *SeverityCounts `json:"counts,omitempty"`
+
+	// Digest Example: sha256:3f1e1d9c5b7a2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6c8d0e2f
+	Digest  Digest `json:"digest"`
+	Fixable *int   `json:"fixable,omitempty"`
+
+	// Image The reference as written in the Pod spec.
+	Image string `json:"image"`
+	Pods  int    `json:"pods"`
+
+	// Scanned A report is stored for the digest.
+	Scanned bool `json:"scanned"`
+}
+
+// WorkloadList defines model for WorkloadList.
+type WorkloadList struct {
+	Items []WorkloadSummary `json:"items"`
+
+	// Truncated More workloads matched than limit.
+	Truncated bool `json:"truncated"`
+}
+
+// WorkloadSummary defines model for WorkloadSummary.
+type WorkloadSummary struct {
+	Counts SeverityCounts `json:"counts"`
+
+	// Fixable Fixable findings summed over the workload's scanned images.
+	Fixable   int             `json:"fixable"`
+	Images    []WorkloadImage `json:"images"`
+	Kind      string          `json:"kind"`
+	Name      string          `json:"name"`
+	Namespace string          `json:"namespace"`
+}
+
 // ChangeCursor defines model for ChangeCursor.
 type ChangeCursor = string
 
@@ -621,9 +709,21 @@ type ListReportsParams struct {
 	// Q Case-insensitive text matched against the image reference or a vulnerability id (e.g. CVE-2024-1234).
 	Q *string `form:"q,omitempty" json:"q,omitempty"`
 
+	// Namespace Only images running now in this namespace.
+	Namespace *string `form:"namespace,omitempty" json:"namespace,omitempty"`
+
+	// Workload Only images running now in this workload, as kind/name (e.g. Deployment/web); with namespace, in that namespace only.
+	Workload *string `form:"workload,omitempty" json:"workload,omitempty"`
+
+	// Running all (default): every report the caller may read; true: only images some namespace runs now; false: only images no namespace runs (only callers with cluster-wide access have any).
+	Running *ListReportsParamsRunning `form:"running,omitempty" json:"running,omitempty"`
+
 	// Sort Sort field, prefixed with "-" for descending. Default "-scannedAt".
 	Sort *ListReportsParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
 }
+
+// ListReportsParamsRunning defines parameters for ListReports.
+type ListReportsParamsRunning string
 
 // ListReportsParamsSort defines parameters for ListReports.
 type ListReportsParamsSort string
@@ -672,6 +772,15 @@ type ListReportChangesParams struct {
 type ListScansParams struct {
 	Status *ScanState `form:"status,omitempty" json:"status,omitempty"`
 	Limit  *int       `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListWorkloadsParams defines parameters for ListWorkloads.
+type ListWorkloadsParams struct {
+	Namespace *string `form:"namespace,omitempty" json:"namespace,omitempty"`
+
+	// MinSeverity Only workloads running at least one image with a finding of this severity or worse.
+	MinSeverity *Severity `form:"minSeverity,omitempty" json:"minSeverity,omitempty"`
+	Limit       *int      `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // ReadyzParams defines parameters for Readyz.

@@ -49,7 +49,7 @@ func startAPI(b *testing.B, dsn string, env []string, args ...string) *apiProces
 		}
 	}
 	p := &apiProcess{Token: "bench-admin-token-0123456789", done: make(chan error, 1), stop: make(chan struct{})}
-	p.cmd = exec.Command(bin, append([]string{"--listen", "127.0.0.1:0", "--database-url", dsn}, args...)...)
+	p.cmd = exec.Command(bin, append([]string{"--listen", "127.0.0.1:0", "--database-url", dsn, "--read-auth=open"}, args...)...)
 	p.cmd.Env = append(append(os.Environ(), "CROWSNEST_ADMIN_TOKEN="+p.Token), env...)
 	p.cmd.Stderr = os.Stderr
 	stdout, err := p.cmd.StdoutPipe()

@@ -44,11 +44,12 @@ func withScan(args ...string) []string { return append(slices.Clone(scanTeamA), 
 // renderCase is one value set the chart must render, pass every check with
 // and be accepted by the API server.
 type renderCase struct {
-	name        string
-	args        []string
-	clusterWide bool     // operator.clusterWide: which RBAC policy applies
-	want        []string // Kind/name (or Kind/namespace/name) that must be rendered
-	absent      []string // kinds, or Kind/name, that must not be rendered
+	name         string
+	args         []string
+	clusterWide  bool     // operator.clusterWide: which RBAC policy applies
+	staticWrites bool     // results-api in static write mode: its ClusterRole is for reads only
+	want         []string // Kind/name (or Kind/namespace/name) that must be rendered
+	absent       []string // kinds, or Kind/name, that must not be rendered
 }
 
 var renderCases = []renderCase{
@@ -86,11 +87,13 @@ var renderCases = []renderCase{
 		name:        "cluster-wide operator without scan namespaces",
 		args:        []string{"--set", "operator.clusterWide=true"},
 		clusterWide: true,
-		want:        []string{"ClusterRole/crowsnest-operator", "ClusterRoleBinding/crowsnest-operator", "ClusterRole/crowsnest-metrics-reader"},
-		// No scan namespaces: static admin token only, so results-api has no
-		// API access, and no scan ServiceAccount or Role is created anywhere.
-		absent: []string{"RoleBinding/crowsnest-operator", "ClusterRole/crowsnest-results-api", "ClusterRoleBinding/crowsnest-results-api",
-			"ServiceAccount/crowsnest-scan", "NetworkPolicy/crowsnest-scan"},
+		// No scan namespaces: static admin token only for writes, so
+		// results-api reviews tokens and access for reads only, and no scan
+		// ServiceAccount or Role is created anywhere.
+		staticWrites: true,
+		want: []string{"ClusterRole/crowsnest-operator", "ClusterRoleBinding/crowsnest-operator", "ClusterRole/crowsnest-metrics-reader",
+			"ClusterRole/crowsnest-results-api", "ClusterRoleBinding/crowsnest-results-api"},
+		absent: []string{"RoleBinding/crowsnest-operator", "ServiceAccount/crowsnest-scan", "NetworkPolicy/crowsnest-scan"},
 	},
 	{
 		name:        "cluster-wide operator with scan namespaces",
@@ -129,7 +132,8 @@ var renderCases = []renderCase{
 		want: []string{"Certificate/crowsnest-results-api", "Deployment/crowsnest-results-api"},
 	},
 	{
-		name: "results-api TLS in static mode needs no word on the uploader",
+		name:         "results-api TLS in static mode needs no word on the uploader",
+		staticWrites: true,
 		args: withScan("--set", "resultsApi.auth.mode=static", "--set", "global.resultsApi.tls.enabled=true",
 			"--set", "global.resultsApi.tls.secretName=crowsnest-api-tls"),
 		want: []string{"Deployment/crowsnest-results-api"},
@@ -152,6 +156,11 @@ var renderCases = []renderCase{
 		// Postgres, and no generated Secret.
 		want:   []string{"Deployment/crowsnest-operator", "Deployment/crowsnest-results-api", "StatefulSet/crowsnest-matcher"},
 		absent: []string{"StatefulSet/crowsnest-nats", "StatefulSet/crowsnest-postgres", "PersistentVolumeClaim", "Secret"},
+	},
+	{
+		name: "production knobs on every component",
+		args: []string{"-f", "test/chart/testdata/values-production.yaml"},
+		want: []string{"Deployment/crowsnest-notifier", "StatefulSet/crowsnest-matcher"},
 	},
 	{
 		name: "notifier",
@@ -241,7 +250,11 @@ func TestRenderedChart(t *testing.T) {
 			}
 			problems = append(problems, CheckImages(pods)...)
 			problems = append(problems, CheckManifestSecrets(objs, pods)...)
-			rbacProblems, err := CheckRBAC(objs, rbacPolicy(t, "crowsnest", tc.clusterWide))
+			policy := rbacPolicy(t, "crowsnest", tc.clusterWide)
+			if tc.staticWrites {
+				policy["ClusterRole/crowsnest-results-api"] = RolePolicy{Rules: ResultsAPIReadRules}
+			}
+			rbacProblems, err := CheckRBAC(objs, policy)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -418,4 +431,45 @@ func rbacPolicy(t *testing.T, release string, clusterWide bool) map[string]RoleP
 	policy["Role/"+release+"-operator"] = RolePolicy{Rules: namespaced}
 	policy["ClusterRole/"+release+"-operator"] = RolePolicy{Rules: append(cluster, OperatorReadRules...)}
 	return policy
+}
+
+// TestProductionKnobs: every component takes the usual knobs of production
+// charts (podLabels, priorityClassName, topologySpreadConstraints,
+// extraEnv, extraVolumes, extraVolumeMounts), and they land in its Pod.
+func TestProductionKnobs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	objs, err := Template(ctx, repoRoot, releaseNS, "-f", "test/chart/testdata/values-production.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := PodTemplates(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, p := range pods {
+		if p.Meta.Namespace != "" && p.Meta.Namespace != releaseNS {
+			continue
+		}
+		seen++
+		c := p.Spec.Containers[0]
+		mounted := false
+		for _, m := range c.VolumeMounts {
+			mounted = mounted || (m.Name == "extra-ca" && m.MountPath == "/etc/ssl/corporate")
+		}
+		volume := false
+		for _, v := range p.Spec.Volumes {
+			volume = volume || (v.Name == "extra-ca" && v.ConfigMap != nil)
+		}
+		if p.Meta.Labels["team"] != "platform" || p.Spec.PriorityClassName != "crowsnest-critical" || len(p.Spec.TopologySpreadConstraints) != 1 ||
+			p.Spec.TopologySpreadConstraints[0].TopologyKey != "topology.kubernetes.io/zone" || envValue(c, "HTTPS_PROXY") != "http://proxy.example:3128" ||
+			!mounted || !volume {
+			t.Errorf("%s: labels %v, priorityClassName %q, spread %v, HTTPS_PROXY %q, extra-ca mounted %v, volume %v", p.Object, p.Meta.Labels,
+				p.Spec.PriorityClassName, p.Spec.TopologySpreadConstraints, envValue(c, "HTTPS_PROXY"), mounted, volume)
+		}
+	}
+	if seen != 6 {
+		t.Errorf("%d workloads in the release namespace, want 6 (operator, results-api, matcher, notifier, NATS, Postgres)", seen)
+	}
 }

@@ -111,7 +111,7 @@ func TestNetworkPolicyFlows(t *testing.T) {
 				{scanPod, registry, 5000, false}, // scanEgressPorts: 443 only
 			}
 		}},
-		{"static mode: results-api never calls the API server", withScan("--set", "resultsApi.auth.mode=static"), false, func(c func(string) Endpoint) []flow {
+		{"static writes, open reads: results-api never calls the API server", withScan("--set", "resultsApi.auth.mode=static", "--set", "resultsApi.readAuth.mode=open"), false, func(c func(string) Endpoint) []flow {
 			op, api := c("operator"), c("results-api")
 			return []flow{
 				{op, apiEndpoint, 6443, true},

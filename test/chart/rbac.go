@@ -33,6 +33,11 @@ var OperatorReadRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"crowsnest.dev"}, Resources: []string{"reports"}, Verbs: []string{"list"}},
 }
 
+// ResultsAPIReadRules are what results-api needs for its read
+// authorization alone (static writes, readAuth kubernetes): TokenReview and
+// SubjectAccessReview, no Pod or Job.
+var ResultsAPIReadRules = ResultsAPIRules[:2]
+
 // AdminRules and ViewRules are the ClusterRoles for people and CI on the
 // virtual resource reports.crowsnest.dev: the admin scope (SubjectAccessReview
 // create/delete), and reading.

@@ -101,29 +101,35 @@ func TestScanServiceAccount(t *testing.T) {
 }
 
 // TestRBACPerMode pins results-api's ClusterRole to exactly ResultsAPIRules,
-// bound to its own ServiceAccount only, in tokenreview mode, and to nothing
-// in static mode, where its Pod mounts no API token either.
+// bound to its own ServiceAccount only, in tokenreview mode; to TokenReview
+// and SubjectAccessReview alone with static writes and Kubernetes reads; and
+// to nothing with static writes and open reads, where its Pod mounts no API
+// token either.
 func TestRBACPerMode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	open := []string{"--set", "resultsApi.readAuth.mode=open"}
 	for _, tt := range []struct {
-		args        []string
-		tokenreview bool
+		args  []string
+		kube  bool // results-api talks to the API server (tokenreview writes or Kubernetes reads)
+		rules []rbacv1.PolicyRule
 	}{
-		{[]string{"--set", "operator.clusterWide=true"}, false},
-		{[]string{"--set", "global.scan.namespaces={team-a}"}, true},
-		{[]string{"--set", "global.scan.namespaces={team-a}", "--set", "resultsApi.auth.mode=static"}, false},
+		{append([]string{"--set", "operator.clusterWide=true"}, open...), false, nil},
+		{[]string{"--set", "operator.clusterWide=true"}, true, ResultsAPIReadRules},
+		{[]string{"--set", "global.scan.namespaces={team-a}"}, true, ResultsAPIRules},
+		{append([]string{"--set", "global.scan.namespaces={team-a}", "--set", "resultsApi.auth.mode=static"}, open...), false, nil},
+		{[]string{"--set", "global.scan.namespaces={team-a}", "--set", "resultsApi.auth.mode=static"}, true, ResultsAPIReadRules},
 	} {
 		objs, err := Template(ctx, repoRoot, releaseNS, tt.args...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		pod := podTemplate(t, objs, "Deployment/crowsnest-results-api")
-		if automount := pod.Spec.AutomountServiceAccountToken; automount == nil || *automount != tt.tokenreview {
-			t.Errorf("%v: results-api automountServiceAccountToken = %v, want %v", tt.args, automount, tt.tokenreview)
+		if automount := pod.Spec.AutomountServiceAccountToken; automount == nil || *automount != tt.kube {
+			t.Errorf("%v: results-api automountServiceAccountToken = %v, want %v", tt.args, automount, tt.kube)
 		}
 		role, binding := find(objs, "ClusterRole/crowsnest-results-api"), find(objs, "ClusterRoleBinding/crowsnest-results-api")
-		if !tt.tokenreview {
+		if !tt.kube {
 			if role != nil || binding != nil {
 				t.Errorf("%v: static mode renders results-api RBAC", tt.args)
 			}
@@ -136,8 +142,8 @@ func TestRBACPerMode(t *testing.T) {
 		if err := fromUnstructured(role, &r); err != nil {
 			t.Fatal(err)
 		}
-		if !slices.EqualFunc(r.Rules, ResultsAPIRules, ruleEqual) {
-			t.Errorf("results-api rules = %+v, want exactly %+v", r.Rules, ResultsAPIRules)
+		if !slices.EqualFunc(r.Rules, tt.rules, ruleEqual) {
+			t.Errorf("%v: results-api rules = %+v, want exactly %+v", tt.args, r.Rules, tt.rules)
 		}
 		var b rbacv1.ClusterRoleBinding
 		if err := fromUnstructured(binding, &b); err != nil {

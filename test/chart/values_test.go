@@ -29,6 +29,8 @@ func TestRejectedValues(t *testing.T) {
 		{"mirror without a URL", withScan("--set", "global.vulnDB.source=url"), "global.vulnDB.source=url needs global.vulnDB.url"},
 		{"mirror URL without source=url", withScan("--set", "global.vulnDB.url=https://mirror.example/grype"), "global.vulnDB.url is used only with"},
 		{"mirror URL with credentials", withScan("--set", "global.vulnDB.source=url", "--set", "global.vulnDB.url=https://u:p@mirror.example/grype"), "url"},
+		{"proxy headers from anyone", withScan("--set", "resultsApi.readAuth.proxy.userHeader=X-Forwarded-User"), "needs trustedCIDRs"},
+		{"unknown read auth", withScan("--set", "resultsApi.readAuth.mode=anonymous"), "readAuth"},
 		{"two matchers", withScan("--set", "matcher.replicas=2"), "matcher.replicas: 0 or 1"},
 		{"notifier without receivers", withScan("--set", "notifier.enabled=true"), "notifier.enabled needs notifier.config.receivers"},
 		{"two notifiers", []string{"-f", "test/chart/testdata/values-notifier.yaml", "--set", "notifier.replicas=2"}, "notifier.replicas: 0 or 1"},

@@ -50,6 +50,11 @@ type Options struct {
 	// audience crowsnest-results-api) or "write-token" (results-api's write
 	// token, for a results-api without TokenReview).
 	UploadToken string
+	// ReadAuth is results-api's --read-auth: open (default) or kubernetes,
+	// which needs UploadToken serviceaccount (results-api then talks to the
+	// control plane); the stack then makes an admin and a demo viewer
+	// ServiceAccount and gives the operator a token (ReadTokens).
+	ReadAuth string
 	// Namespaces whose service accounts may write to results-api (its
 	// --allowed-service-accounts, as <namespace>/*) in serviceaccount mode.
 	// The demo namespace is always included.
@@ -85,6 +90,7 @@ func (o *Options) defaults() error {
 	def(&o.RegistryAddr, "127.0.0.1:0")
 	def(&o.APIAddr, "127.0.0.1:0")
 	def(&o.UploadToken, "serviceaccount")
+	def(&o.ReadAuth, "open")
 	if o.Nodes < 1 {
 		o.Nodes = 2
 	}
@@ -102,6 +108,9 @@ func (o *Options) defaults() error {
 	}
 	if o.UploadToken != "serviceaccount" && o.UploadToken != "write-token" {
 		return fmt.Errorf("upload token %q: want serviceaccount or write-token", o.UploadToken)
+	}
+	if o.ReadAuth != "open" && (o.ReadAuth != "kubernetes" || o.UploadToken != "serviceaccount") {
+		return fmt.Errorf("read auth %q: want open, or kubernetes with upload token serviceaccount", o.ReadAuth)
 	}
 	return nil
 }

@@ -45,14 +45,17 @@ type Stack struct {
 	// database and NATS; API is the first. Front is the one address in
 	// front of them all (a Service's stand-in): the operator, scan Pods,
 	// the dashboard and the tests use URL().
-	APIs       []*services.ResultsAPI
-	API        *services.ResultsAPI
-	Front      *proxy.Proxy
-	Operator   *services.Operator
-	Executor   *executor.Executor
-	Matcher    *services.Matcher
-	WriteToken string
-	Log        *slog.Logger
+	APIs     []*services.ResultsAPI
+	API      *services.ResultsAPI
+	Front    *proxy.Proxy
+	Operator *services.Operator
+	Executor *executor.Executor
+	Matcher  *services.Matcher
+	// operatorTokenFile holds the operator's lookup token (read auth
+	// kubernetes).
+	operatorTokenFile string
+	WriteToken        string
+	Log               *slog.Logger
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -175,7 +178,10 @@ func (s *Stack) startServices(ctx, bg context.Context) error {
 		s.Executor.TokenFile = filepath.Join(logs, "write-token")
 	}
 	s.goRun(bg, "scan executor", s.Executor.Run)
-	s.Operator = &services.Operator{Binary: o.Bin.Operator, LogDir: logs, Kubeconfig: s.Cluster.Kubeconfig,
+	if err := s.setupReadAuth(ctx, bg); err != nil {
+		return err
+	}
+	s.Operator = &services.Operator{TokenFile: s.operatorTokenFile, Binary: o.Bin.Operator, LogDir: logs, Kubeconfig: s.Cluster.Kubeconfig,
 		ResultsAPIURL: s.URL(), NATSURL: s.NATS.URL(), NATSPasswordFile: s.NATS.PasswordFile(eventsv1.UserOperator), UploaderImage: UploaderImage, GrypeImage: GrypeImage,
 		RetryBackoff: o.RetryBackoff, JobTTL: o.JobTTL,
 		ExtraArgs: []string{"--scan-service-account=" + workload.ScanServiceAccount, "--vulndb-url=" + s.Matcher.VulnDBURL()}}
@@ -214,6 +220,7 @@ func (s *Stack) startAPIs(ctx context.Context) error {
 			for _, ns := range o.Namespaces {
 				allowed = append(allowed, ns+"/*")
 			}
+			api.ReadAuth = o.ReadAuth
 			api.ExtraArgs = append(api.ExtraArgs, "--auth-mode=tokenreview", "--kubeconfig="+s.Cluster.Kubeconfig,
 				"--token-audience="+TokenAudience, "--allowed-service-accounts="+strings.Join(allowed, ","),
 				"--scan-service-account="+workload.ScanServiceAccount, "--rematch-service-accounts="+MatcherNamespace+"/"+MatcherServiceAccount)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/workload"
 )
 
 // PrintSummary tells the user what runs where.
@@ -26,6 +27,12 @@ func (s *Stack) PrintSummary(w io.Writer, took time.Duration) {
 			fmt.Fprintf(&b, "                in %s a newer DB publishes %s: watch %s/changes\n", s.Options.DBUpdateAfter, strings.Join(DemoAdvisories, " and "), s.URL())
 		}
 		fmt.Fprintf(&b, "  Admin token   %s   (PUT/DELETE in every auth mode)\n", filepath.Join(s.Options.StateDir, "write-token"))
+		if s.Options.ReadAuth == "kubernetes" {
+			kubectl := filepath.Join(s.Options.Root, "bin", "kubectl") + " --kubeconfig " + s.Cluster.Kubeconfig
+			fmt.Fprintf(&b, "  Sign in       reads need a token (--read-auth=kubernetes); paste one into the dashboard:\n")
+			fmt.Fprintf(&b, "                everything:  %s create token %s -n %s --audience %s\n", kubectl, AdminServiceAccount, MatcherNamespace, TokenAudience)
+			fmt.Fprintf(&b, "                %s only: %s create token %s -n %s --audience %s\n", workload.Namespace, kubectl, ViewerServiceAccount, workload.Namespace, TokenAudience)
+		}
 	}
 	fmt.Fprintf(&b, "  Registry      %s (plain HTTP)\n", s.Registry.Host)
 	for _, img := range s.Registry.Images {

@@ -106,20 +106,43 @@ export async function startPostgres(bin) {
   };
 }
 
-/** The real results-api binary on a loopback port, with a write token and the built UI. */
-export async function startResultsApi(bin, databaseUrl, extraArgs = []) {
+/**
+ * The real results-api binary on a loopback port, with the static admin
+ * token (--admin-token-file; it writes, and reads everything) and the built
+ * UI. Reads are open unless opts.readAuth is 'kubernetes': then every read
+ * needs credentials, and the only ones that work here are the admin token,
+ * because the kubeconfig (TokenReview, SubjectAccessReview) points at
+ * 127.0.0.1:1, where no kube-apiserver listens. results-api does not
+ * contact it at start-up, a token that is not a JWT for the audience is
+ * refused (invalid_token) before any TokenReview, and the admin token is
+ * checked locally.
+ */
+export async function startResultsApi(bin, databaseUrl, extraArgs = [], opts = {}) {
+  const readAuth = opts.readAuth ?? 'open';
   const dir = await mkdtemp(join(tmpdir(), 'crowsnest-e2e-'));
   const token = `e2e-${Math.random().toString(36).slice(2)}${Date.now()}`;
-  const tokenFile = join(dir, 'write-token');
+  const tokenFile = join(dir, 'admin-token');
   await writeFile(tokenFile, token, { mode: 0o600 });
+  const authArgs = ['--read-auth', readAuth];
+  if (readAuth === 'kubernetes') {
+    const kubeconfig = join(dir, 'kubeconfig');
+    await writeFile(kubeconfig, [
+      'apiVersion: v1', 'kind: Config',
+      "clusters: [{name: none, cluster: {server: 'https://127.0.0.1:1'}}]",
+      'users: [{name: none, user: {token: unused}}]',
+      'contexts: [{name: none, context: {cluster: none, user: none}}]',
+      'current-context: none', '',
+    ].join('\n'), { mode: 0o600 });
+    authArgs.push('--kubeconfig', kubeconfig);
+  }
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   let proc = null;
   let log = '';
 
   async function start() {
-    proc = spawn(bin, ['--listen', `127.0.0.1:${port}`, '--database-url', databaseUrl, '--write-token-file', tokenFile,
-      '--ui-dir', join(webDir, 'dist'), '--log-level', 'warn', '--shutdown-timeout', '2s', ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
+    proc = spawn(bin, ['--listen', `127.0.0.1:${port}`, '--database-url', databaseUrl, '--admin-token-file', tokenFile,
+      '--ui-dir', join(webDir, 'dist'), '--log-level', 'warn', '--shutdown-timeout', '2s', ...authArgs, ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
     const keep = (b) => (log = (log + b.toString()).slice(-20_000));
     proc.stdout.on('data', keep);
     proc.stderr.on('data', keep);
@@ -145,6 +168,7 @@ export async function startResultsApi(bin, databaseUrl, extraArgs = []) {
   return {
     base,
     token,
+    readAuth,
     start,
     stop,
     log: () => log,
@@ -166,8 +190,10 @@ export async function putReport(api, digest, image, body) {
   return res.json();
 }
 
+/** GETs JSON; with --read-auth=kubernetes as the admin (reads everything). */
 export async function getJson(api, path) {
-  const res = await fetch(`${api.base}${path}`);
+  const headers = api.readAuth === 'kubernetes' ? { Authorization: `Bearer ${api.token}` } : {};
+  const res = await fetch(`${api.base}${path}`, { headers });
   if (!res.ok) throw new Error(`GET ${path}: ${res.status} ${await res.text()}`);
   return res.json();
 }

@@ -56,10 +56,16 @@ type InventoryWorkload struct {
 // there, and an empty Workloads means nothing runs in the namespace any
 // more. It is published when the namespace's content changes and once per
 // namespace when the operator starts (so a consumer that missed a snapshot
-// catches up), with an id derived from the content (InventoryID), so that
-// an unchanged republish is deduplicated.
+// catches up), with an id derived from the content and Previous
+// (InventoryID): a retried publish is deduplicated, while content that goes
+// back to an earlier state (A, B, A) is a new event, not a duplicate
+// JetStream would drop.
 type InventorySnapshot struct {
 	Namespace string `json:"namespace"`
+	// Previous is the id of the snapshot of this namespace the publisher
+	// sent before this one; after the publisher starts, "start:" and the
+	// start time (RFC 3339), so each start's first snapshots are delivered.
+	Previous string `json:"previous,omitempty"`
 	// Labels are the namespace's labels (at most MaxInventoryLabels), so that
 	// consumers can route by label selector without reading the API server.
 	Labels    map[string]string   `json:"labels,omitempty"`
@@ -84,10 +90,12 @@ func (s InventorySnapshot) Digests() []string {
 }
 
 // InventoryID is the deterministic event id of a snapshot: it hashes the
-// namespace and its sorted content (labels included), so the same inventory
-// always gets the same id. The snapshot must be sorted as documented.
+// namespace, Previous and the sorted content (labels included), so the same
+// snapshot after the same predecessor always gets the same id. The snapshot
+// must be sorted as documented. With Previous empty it identifies the
+// content alone (what a publisher compares to skip an unchanged namespace).
 func InventoryID(s InventorySnapshot) string {
-	parts := []string{s.Namespace, strconv.FormatBool(s.Truncated)}
+	parts := []string{s.Namespace, s.Previous, strconv.FormatBool(s.Truncated)}
 	keys := make([]string, 0, len(s.Labels))
 	for k := range s.Labels {
 		keys = append(keys, k)

@@ -38,6 +38,7 @@ func TestInventoryIDDependsOnEveryField(t *testing.T) {
 		"pods":      func(s *v1.InventorySnapshot) { s.Workloads[0].Containers[0].Pods = 2 },
 		"truncated": func(s *v1.InventorySnapshot) { s.Truncated = true },
 		"empty":     func(s *v1.InventorySnapshot) { s.Workloads = nil },
+		"previous":  func(s *v1.InventorySnapshot) { s.Previous = "0123" }, // A, B, A is not a duplicate of the first A
 	} {
 		s := inventory()
 		mutate(&s)

@@ -34,7 +34,11 @@ const ConsumerOperatorReportDeleted = "operator-report-deleted"
 // ServiceConsumers are the durable consumer names the services own on the
 // stream; other tools may not create, update or delete consumers by these
 // names (a tool names its own consumers anything else).
-var ServiceConsumers = []string{"results-api-scans", ConsumerOperatorReportDeleted, ConsumerNotifier}
+var ServiceConsumers = []string{"results-api-scans", ConsumerResultsAPIInventory, ConsumerOperatorReportDeleted, ConsumerNotifier}
+
+// ConsumerResultsAPIInventory is results-api's durable consumer of
+// crowsnest.inventory.snapshot.
+const ConsumerResultsAPIInventory = "results-api-inventory"
 
 // ConsumerNotifier is the notifier's durable consumer of findings.changed,
 // inventory.snapshot and job.done (several filter subjects, so nats.go

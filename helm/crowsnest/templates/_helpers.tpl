@@ -64,6 +64,13 @@ tolerations:
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- with $v.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $v.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
 {{- end -}}
 
 {{/*
@@ -313,4 +320,14 @@ that has .Values.global.
 {{- if not $v.url -}}{{- fail "global.vulnDB.source=url needs global.vulnDB.url (your mirror's base URL in Grype's listing format)" -}}{{- end -}}
 {{- $v.url -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+crowsnest.apiUsesKube: "true" when results-api talks to the Kubernetes API
+(TokenReview, SubjectAccessReview): tokenreview write mode or
+resultsApi.readAuth.mode kubernetes. Call with the results-api subchart's
+context.
+*/}}
+{{- define "crowsnest.apiUsesKube" -}}
+{{- if or (eq (include "crowsnest.authMode" .) "tokenreview") (eq .Values.readAuth.mode "kubernetes") -}}true{{- end -}}
 {{- end -}}

@@ -65,14 +65,16 @@ type HTTPClient struct {
 
 var _ Client = (*HTTPClient)(nil)
 
-// ListReports implements Client: GET /api/v1/reports?sort=image.
+// ListReports implements Client: GET /api/v1/reports?sort=image. Reads
+// carry the rematch token too: with --read-auth=kubernetes results-api lets
+// the rematch scope read every report.
 func (c *HTTPClient) ListReports(ctx context.Context, cursor string, limit int) (Page, error) {
 	q := url.Values{"sort": {"image"}, "limit": {strconv.Itoa(limit)}}
 	if cursor != "" {
 		q.Set("cursor", cursor)
 	}
 	var p Page
-	err := c.do(ctx, http.MethodGet, "/api/v1/reports?"+q.Encode(), nil, "", false, func(r io.Reader) error {
+	err := c.do(ctx, http.MethodGet, "/api/v1/reports?"+q.Encode(), nil, "", true, func(r io.Reader) error {
 		return json.NewDecoder(io.LimitReader(r, 64<<20)).Decode(&p)
 	})
 	return p, err
@@ -85,7 +87,7 @@ func (c *HTTPClient) GetBOM(ctx context.Context, digest string) ([]byte, error) 
 		limit = 256 << 20
 	}
 	var out []byte
-	err := c.do(ctx, http.MethodGet, "/api/v1/reports/"+url.PathEscape(digest)+"/bom", nil, "", false, func(r io.Reader) error {
+	err := c.do(ctx, http.MethodGet, "/api/v1/reports/"+url.PathEscape(digest)+"/bom", nil, "", true, func(r io.Reader) error {
 		b, err := io.ReadAll(io.LimitReader(r, limit+1))
 		if err != nil {
 			return err

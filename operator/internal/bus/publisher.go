@@ -110,35 +110,43 @@ func (p *JetStream) setKick(fn func()) {
 
 // Publish sends ev on the subject of its type with Nats-Msg-Id = ev.ID.
 func (p *JetStream) Publish(ctx context.Context, ev eventsv1.Event) error {
+	_, err := p.PublishDedup(ctx, ev)
+	return err
+}
+
+// PublishDedup is Publish, and tells whether JetStream dropped ev as a
+// duplicate: a message with the same id was stored within the stream's
+// duplicate window.
+func (p *JetStream) PublishDedup(ctx context.Context, ev eventsv1.Event) (duplicate bool, err error) {
 	subject, ok := eventsv1.SubjectFor(ev.Type)
 	if !ok {
-		return fmt.Errorf("unknown event type %q", ev.Type)
+		return false, fmt.Errorf("unknown event type %q", ev.Type)
 	}
 	if !p.nc.IsConnected() {
-		return fmt.Errorf("publish %s %s: NATS is not connected (%s)", subject, ev.ID, p.nc.Status())
+		return false, fmt.Errorf("publish %s %s: NATS is not connected (%s)", subject, ev.ID, p.nc.Status())
 	}
 	data, err := json.Marshal(ev)
 	if err != nil {
-		return fmt.Errorf("encode event %s: %w", ev.ID, err)
+		return false, fmt.Errorf("encode event %s: %w", ev.ID, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	if err := p.ensure(ctx); err != nil {
-		return err
+		return false, err
 	}
-	_, err = p.js.Publish(ctx, subject, data, jetstream.WithMsgID(ev.ID))
+	ack, err := p.js.Publish(ctx, subject, data, jetstream.WithMsgID(ev.ID))
 	if errors.Is(err, jetstream.ErrNoStreamResponse) {
 		// The stream vanished (a server without persistence came back):
 		// create it again and retry once.
 		p.setEnsured(false)
 		if err = p.ensure(ctx); err == nil {
-			_, err = p.js.Publish(ctx, subject, data, jetstream.WithMsgID(ev.ID))
+			ack, err = p.js.Publish(ctx, subject, data, jetstream.WithMsgID(ev.ID))
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("publish %s %s: %w", subject, ev.ID, err)
+		return false, fmt.Errorf("publish %s %s: %w", subject, ev.ID, err)
 	}
-	return nil
+	return ack.Duplicate, nil
 }
 
 func (p *JetStream) ensure(ctx context.Context) error {

@@ -121,3 +121,26 @@ func TestConnectDoesNotWaitForServer(t *testing.T) {
 		t.Error("publish without a server succeeded")
 	}
 }
+
+// TestPublishDedupSaysWhenJetStreamDroppedTheEvent: the first publish of an
+// id is stored, a second one within the duplicate window is acknowledged as
+// a duplicate and not stored.
+func TestPublishDedupSaysWhenJetStreamDroppedTheEvent(t *testing.T) {
+	_, url := natstest.StartT(t)
+	p, err := Connect(url, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	waitConnected(t, p)
+	ctx := context.Background()
+	for i, want := range []bool{false, true} {
+		dup, err := p.PublishDedup(ctx, event(t, "job-dedup"))
+		if err != nil || dup != want {
+			t.Errorf("publish %d: duplicate %v, err %v; want %v", i+1, dup, err, want)
+		}
+	}
+	if n := streamMessages(t, url); n != 1 {
+		t.Errorf("%d messages stored, want 1", n)
+	}
+}

@@ -44,8 +44,14 @@ func newScanner(t testing.TB, ns string, mods ...func(*crowsnestv1alpha1.Scanner
 // running with the given imageIDs (one container per imageID).
 func runPod(t testing.TB, ns, name string, labels map[string]string, imageIDs ...string) {
 	t.Helper()
+	runOwnedPod(t, ns, name, labels, nil, imageIDs...)
+}
+
+// runOwnedPod is runPod for a Pod with owner references.
+func runOwnedPod(t testing.TB, ns, name string, labels map[string]string, owners []metav1.OwnerReference, imageIDs ...string) {
+	t.Helper()
 	ctx := context.Background()
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels, OwnerReferences: owners}}
 	for i := range imageIDs {
 		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: fmt.Sprintf("c%d", i), Image: "example/app"})
 	}

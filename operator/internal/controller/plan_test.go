@@ -18,7 +18,7 @@ var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 func dg(c byte) string { return "sha256:" + strings.Repeat(string(c), 64) }
 
-func inventory(digests ...string) discovery.Inventory {
+func targets(digests ...string) discovery.Inventory {
 	inv := discovery.Inventory{Targets: map[string]*discovery.Target{}, NotPullable: map[string]*discovery.Target{}}
 	for _, d := range digests {
 		inv.Targets[d] = &discovery.Target{Image: discovery.Image{Repository: "docker.io/library/x", Digest: d}, Pods: []string{"p"}, PodCount: 1}
@@ -32,7 +32,7 @@ func job(d string, phase jobPhase, attempt int, finished time.Time) *scanJob {
 }
 
 func base(digests ...string) observed {
-	return observed{now: t0, inventory: inventory(digests...), jobs: map[string]*scanJob{}, reports: map[string]time.Time{},
+	return observed{now: t0, inventory: targets(digests...), jobs: map[string]*scanJob{}, reports: map[string]time.Time{},
 		rescanInterval: 24 * time.Hour, maxConcurrent: 2, backoff: backoff{base: time.Minute, max: time.Hour}}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/bus"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/inventory"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/podcache"
 )
 
@@ -56,6 +57,10 @@ type Options struct {
 	// and where scan Jobs are created; empty is every namespace. The
 	// manager's cache must be restricted to the same (CacheOptions).
 	WatchNamespaces []string
+	// Inventory publishes crowsnest.inventory.snapshot per namespace when
+	// Inventory.Enabled and events go somewhere; its Namespaces are
+	// WatchNamespaces.
+	Inventory inventory.Options
 }
 
 // ScannerReconciler reconciles Scanners. Setup builds it.

@@ -28,6 +28,7 @@ import (
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/bus"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/discovery"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/inventory"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/podcache"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
 )
@@ -86,7 +87,8 @@ type ReportDeletions interface {
 type Deps struct {
 	// Lookup asks results-api which digests have a report (required).
 	Lookup Lookup
-	// Publisher sends image.needed and job.done; nil sends nothing.
+	// Publisher sends image.needed, job.done and (with
+	// Options.Inventory.Enabled) inventory.snapshot; nil sends nothing.
 	Publisher bus.Publisher
 	// Deletions, when set, turns each deleted report into a reconcile of
 	// every Scanner, so a digest that still runs is scanned again at once.
@@ -112,6 +114,9 @@ func Setup(mgr ctrl.Manager, deps Deps) error {
 	}
 	r := newReconciler(mgr, deps)
 	r.pods = pods
+	if err := setupInventory(mgr, pods, r.Publisher, deps.Options); err != nil {
+		return err
+	}
 	if deps.Deletions != nil {
 		deleted := newDeletedReports(mgr.GetClient(), pods, deps.Lookup.Forget, deps.Deletions)
 		if err := mgr.Add(deleted); err != nil {
@@ -121,6 +126,27 @@ func Setup(mgr ctrl.Manager, deps Deps) error {
 	}
 	if err := r.setupWithManager(mgr, deps.Options.Workers); err != nil {
 		return fmt.Errorf("set up scanner controller: %w", err)
+	}
+	return nil
+}
+
+// setupInventory adds the owner caches and the inventory publisher when the
+// inventory is on and events go somewhere.
+func setupInventory(mgr ctrl.Manager, pods *podcache.Cache, p bus.Publisher, o Options) error {
+	if !o.Inventory.Enabled || !p.Enabled() {
+		return nil
+	}
+	opts := o.Inventory
+	opts.Namespaces = o.WatchNamespaces
+	owners, err := inventory.NewOwners(mgr.GetConfig(), o.WatchNamespaces, opts.NamespaceLabels)
+	if err != nil {
+		return fmt.Errorf("set up inventory: %w", err)
+	}
+	if err := mgr.Add(owners); err != nil {
+		return fmt.Errorf("add inventory owner caches: %w", err)
+	}
+	if err := mgr.Add(inventory.NewPublisher(pods, owners, p, opts)); err != nil {
+		return fmt.Errorf("add inventory publisher: %w", err)
 	}
 	return nil
 }

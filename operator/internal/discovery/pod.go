@@ -38,7 +38,11 @@ type Owner struct {
 
 // Container is one started container of a Pod.
 type Container struct {
+	// Image is the reference as written in the Pod spec (nginx:1.27), or
+	// the one the kubelet reports when the spec has no container by that
+	// name.
 	Name, Image, ImageID string
+	Init                 bool // an init container
 }
 
 // Label returns the value of the label key and whether it is set.
@@ -90,14 +94,41 @@ func Compact(in *corev1.Pod) *Pod {
 	if n > 0 {
 		p.Containers = make([]Container, 0, n)
 	}
-	for _, list := range [][]corev1.ContainerStatus{in.Status.InitContainerStatuses, in.Status.ContainerStatuses, in.Status.EphemeralContainerStatuses} {
+	for i, list := range [][]corev1.ContainerStatus{in.Status.InitContainerStatuses, in.Status.ContainerStatuses, in.Status.EphemeralContainerStatuses} {
 		for _, cs := range list {
 			if cs.ImageID != "" {
-				p.Containers = append(p.Containers, Container{Name: intern(cs.Name), Image: intern(cs.Image), ImageID: intern(cs.ImageID)})
+				p.Containers = append(p.Containers, Container{
+					Name: intern(cs.Name), Image: intern(specImage(in, i, cs)), ImageID: intern(cs.ImageID), Init: i == 0,
+				})
 			}
 		}
 	}
 	return p
+}
+
+// specImage is the image reference the Pod spec gives the container of
+// status cs (list 0: init, 1: regular, 2: ephemeral containers), or the
+// status's own when the spec has none.
+func specImage(in *corev1.Pod, list int, cs corev1.ContainerStatus) string {
+	switch list {
+	case 0, 1:
+		spec := in.Spec.InitContainers
+		if list == 1 {
+			spec = in.Spec.Containers
+		}
+		for i := range spec {
+			if spec[i].Name == cs.Name && spec[i].Image != "" {
+				return spec[i].Image
+			}
+		}
+	default:
+		for i := range in.Spec.EphemeralContainers {
+			if c := &in.Spec.EphemeralContainers[i]; c.Name == cs.Name && c.Image != "" {
+				return c.Image
+			}
+		}
+	}
+	return cs.Image
 }
 
 // TransformCompact is a client-go informer transform to the operator's Pod;
@@ -126,10 +157,11 @@ func (p *Pod) Digests() []string {
 	return out
 }
 
-// Relevant tells whether anything the reconciler reads differs between two
-// versions of a Pod.
+// Relevant tells whether anything the reconciler or the inventory reads
+// differs between two versions of a Pod.
 func Relevant(a, b *Pod) bool {
-	if a.labels != b.labels || a.Phase != b.Phase || a.Deleting != b.Deleting || a.NodeName != b.NodeName || len(a.Containers) != len(b.Containers) {
+	if a.labels != b.labels || a.Phase != b.Phase || a.Deleting != b.Deleting || a.NodeName != b.NodeName || a.Owner != b.Owner ||
+		len(a.Containers) != len(b.Containers) {
 		return true
 	}
 	for i := range a.Containers {

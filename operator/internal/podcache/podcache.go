@@ -114,6 +114,15 @@ func (c *Cache) InNamespace(ns string) []*discovery.Pod {
 	return c.byIndex(toolscache.NamespaceIndex, ns)
 }
 
+// Namespaces returns the namespaces that have cached Pods.
+func (c *Cache) Namespaces() []string {
+	var out []string
+	for _, inf := range c.informers {
+		out = append(out, inf.GetIndexer().ListIndexFuncValues(toolscache.NamespaceIndex)...)
+	}
+	return out
+}
+
 // Running returns the cached Pods that run digest.
 func (c *Cache) Running(digest string) []*discovery.Pod {
 	return c.byIndex(DigestIndex, digest)

@@ -14,6 +14,13 @@ import (
 	"time"
 )
 
+// The lookup is a read of results-api: with --read-auth=kubernetes,
+// results-api authorizes it with a SubjectAccessReview for list on the
+// virtual resource reports.crowsnest.dev, cluster-wide. No API server serves
+// that resource, so it is not a kubebuilder marker here (which would put it
+// into the per-namespace Roles of a namespaced install): the chart's
+// operator ClusterRole grants it (helm/crowsnest/charts/operator/templates/rbac.yaml).
+
 // MaxBatch is the most digests results-api accepts in one lookup.
 const MaxBatch = 10000
 

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -41,12 +42,14 @@ type options struct {
 	writeToken, writeTokenFile, uiDir, logLevel   string
 	origins, authMode, audience, allowedSAs       string
 	kubeconfig, rematchSAs, scanSA                string
+	readAuth, proxyUser, proxyGroups, proxyCIDRs  string
 	tlsCertFile, tlsKeyFile                       string
 	maxBOMBytes                                   int64
 	shutdownTimeout                               time.Duration
 	limits                                        httpapi.Limits
 	statementTimeout                              time.Duration
 	maxWSClients, maxWSClientsPerIP               int
+	reportRetention                               time.Duration
 }
 
 // bindFlags registers every flag on fs with its CROWSNEST_* default from getenv.
@@ -80,6 +83,11 @@ func bindFlags(fs *flag.FlagSet, o *options, getenv func(string) string) {
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", env("CROWSNEST_TLS_CERT_FILE", ""), "PEM certificate (chain) to serve HTTPS with, together with --tls-key-file; reloaded when the file changes; empty serves plain HTTP (env CROWSNEST_TLS_CERT_FILE)")
 	fs.StringVar(&o.tlsKeyFile, "tls-key-file", env("CROWSNEST_TLS_KEY_FILE", ""), "PEM private key of --tls-cert-file (env CROWSNEST_TLS_KEY_FILE)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", env("CROWSNEST_KUBECONFIG", ""), "kubeconfig for TokenReview; empty uses the in-cluster config (env CROWSNEST_KUBECONFIG)")
+	fs.StringVar(&o.readAuth, "read-auth", env("CROWSNEST_READ_AUTH", "kubernetes"), "how reads are authorized: kubernetes (a bearer token for --token-audience verified by TokenReview, or --auth-proxy-* headers; SubjectAccessReview list on reports.crowsnest.dev, cluster-wide or per namespace) or open (anyone reads everything) (env CROWSNEST_READ_AUTH)")
+	fs.StringVar(&o.proxyUser, "auth-proxy-user-header", env("CROWSNEST_AUTH_PROXY_USER_HEADER", ""), "header holding the user an authenticating proxy vouches for (e.g. X-Remote-User); believed only from --auth-proxy-trusted-cidrs (env CROWSNEST_AUTH_PROXY_USER_HEADER)")
+	fs.StringVar(&o.proxyGroups, "auth-proxy-groups-header", env("CROWSNEST_AUTH_PROXY_GROUPS_HEADER", ""), "header holding the user's groups, comma-separated or repeated (e.g. X-Remote-Group) (env CROWSNEST_AUTH_PROXY_GROUPS_HEADER)")
+	fs.StringVar(&o.proxyCIDRs, "auth-proxy-trusted-cidrs", env("CROWSNEST_AUTH_PROXY_TRUSTED_CIDRS", ""), "comma-separated CIDRs the authenticating proxy connects from (e.g. 127.0.0.1/32 for a sidecar); identity headers from any other peer are ignored (env CROWSNEST_AUTH_PROXY_TRUSTED_CIDRS)")
+	fs.DurationVar(&o.reportRetention, "report-retention", envDurationZero(env("CROWSNEST_REPORT_RETENTION", ""), 720*time.Hour), "delete the reports of images no namespace has run for longer than this (by the operator's inventory; reports of images never seen running are kept); publishes no event; 0 keeps every report (env CROWSNEST_REPORT_RETENTION)")
 	bindLimitFlags(fs, o, env)
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", envDuration(env("CROWSNEST_SHUTDOWN_TIMEOUT", ""), 20*time.Second), "time to finish requests on SIGTERM (env CROWSNEST_SHUTDOWN_TIMEOUT)")
 }
@@ -168,6 +176,14 @@ func envDuration(v string, def time.Duration) time.Duration {
 	return def
 }
 
+// envDurationZero is envDuration accepting 0 (a feature turned off).
+func envDurationZero(v string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return d
+	}
+	return def
+}
+
 func readSecret(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -217,7 +233,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	cfg := service.Config{DatabaseURL: o.databaseURL, NATSURL: o.natsURL, NATSConnect: natsConnect, WriteToken: o.writeToken,
 		MaxBOMBytes: o.maxBOMBytes, OriginPatterns: origins, UI: ui.Handler(uiFS), Logger: log,
 		Limits: o.limits, StatementTimeout: o.statementTimeout,
-		MaxWebSocketClients: o.maxWSClients, MaxWebSocketClientsPerAddr: o.maxWSClientsPerIP}
+		MaxWebSocketClients: o.maxWSClients, MaxWebSocketClientsPerAddr: o.maxWSClientsPerIP, ReportRetention: o.reportRetention}
 	switch o.authMode {
 	case "static":
 		if o.writeToken == "" {
@@ -229,6 +245,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	default:
 		return fmt.Errorf("--auth-mode %q: want static or tokenreview", o.authMode)
+	}
+	switch o.readAuth {
+	case "open":
+		log.Warn("--read-auth=open: anyone who reaches the API reads every report")
+	case "kubernetes":
+		if cfg.Reads, err = readAuth(o, cfg.Gate); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--read-auth %q: want kubernetes or open", o.readAuth)
 	}
 	var certs *certReloader
 	if o.tlsCertFile != "" {
@@ -293,15 +319,9 @@ func writeGate(o *options) (*authz.Gate, error) {
 	if len(allowed) == 0 {
 		return nil, errors.New("--auth-mode=tokenreview needs --allowed-service-accounts")
 	}
-	var cfg *rest.Config
-	var err error
-	if o.kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
-	} else {
-		cfg, err = rest.InClusterConfig()
-	}
+	cfg, err := kubeConfig(o)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes config for tokenreview: %w", err)
+		return nil, err
 	}
 	reviewer, err := authn.New(cfg, authn.Options{Audience: o.audience, Allowed: allowed})
 	if err != nil {
@@ -316,6 +336,60 @@ func writeGate(o *options) (*authz.Gate, error) {
 		return nil, err
 	}
 	return &authz.Gate{Reviewer: reviewer, Authz: az, Audience: o.audience}, nil
+}
+
+// kubeConfig is the API server connection of the kubeconfig flag, or the
+// in-cluster one.
+func kubeConfig(o *options) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if o.kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes config for tokenreview and subjectaccessreview: %w", err)
+	}
+	return cfg, nil
+}
+
+// readAuth builds the read authorization of --read-auth=kubernetes: its own
+// TokenReview cache (read tokens are for --token-audience too) and
+// SubjectAccessReviews; the rematch service accounts of gate (when
+// --auth-mode=tokenreview) read everything.
+func readAuth(o *options, gate *authz.Gate) (*service.ReadAuth, error) {
+	cfg, err := kubeConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	reviewer, err := authn.New(cfg, authn.Options{Audience: o.audience})
+	if err != nil {
+		return nil, err
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	ra := &service.ReadAuth{Reviewer: reviewer, Audience: o.audience, Client: kc}
+	if gate != nil {
+		ra.Writers = gate.Authz
+	}
+	if o.proxyUser != "" {
+		p := &authz.Proxy{UserHeader: o.proxyUser, GroupsHeader: o.proxyGroups}
+		for _, c := range splitList(o.proxyCIDRs) {
+			prefix, err := netip.ParsePrefix(c)
+			if err != nil {
+				return nil, fmt.Errorf("--auth-proxy-trusted-cidrs: %w", err)
+			}
+			p.Trusted = append(p.Trusted, prefix.Masked())
+		}
+		if len(p.Trusted) == 0 {
+			return nil, errors.New("--auth-proxy-user-header needs --auth-proxy-trusted-cidrs: headers from any peer would be believed")
+		}
+		ra.Proxy = p
+	}
+	return ra, nil
 }
 
 func splitList(v string) []string {

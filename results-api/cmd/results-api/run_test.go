@@ -79,7 +79,7 @@ func TestFlagsEnvDefaults(t *testing.T) {
 	want := options{listen: "127.0.0.1:9999", databaseURL: "postgres://from-file/db", databaseURLFile: dbFile,
 		natsURL: "nats://n:4222", writeToken: "file-token", writeTokenFile: tokenFile, uiDir: "/ui", logLevel: "debug",
 		origins: "a.example", maxBOMBytes: 1234, shutdownTimeout: 3 * time.Second,
-		authMode: "static", audience: "crowsnest-results-api",
+		authMode: "static", audience: "crowsnest-results-api", readAuth: "kubernetes", reportRetention: 720 * time.Hour,
 		limits: httpapi.Limits{RequestTimeout: 11 * time.Second, UploadTimeout: 12 * time.Second, DownloadTimeout: 13 * time.Second,
 			IngestMemory: 1000, ReadMemory: 2000, MemoryWait: 4 * time.Second, MaxFindings: 7},
 		statementTimeout: 2 * time.Second, maxWSClients: 50, maxWSClientsPerIP: 5}
@@ -122,6 +122,8 @@ func started(t *testing.T, args []string, env map[string]string) (string, *suppo
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &support.Buffer{}
 	errc := make(chan error, 1)
+	// These tests run no API server: reads are open.
+	args = append([]string{"--read-auth=open"}, args...)
 	go func() { errc <- run(ctx, args, envMap(env), logs) }()
 	stop := func() error {
 		cancel()
@@ -346,6 +348,34 @@ func TestAuthModeFlags(t *testing.T) {
 	}
 }
 
+// TestReadAuthFlags: --read-auth=kubernetes (the default) needs a
+// Kubernetes configuration, proxy headers need trusted CIDRs, and open warns.
+// (Also: --report-retention 0 turns pruning off.)
+func TestReadAuthFlags(t *testing.T) {
+	env := map[string]string{"CROWSNEST_DATABASE_URL": "postgres://127.0.0.1:1/none"}
+	kc := writeKubeconfig(t)
+	for args, want := range map[string]string{
+		"--read-auth=bogus":         "want kubernetes or open",
+		"--kubeconfig=/nonexistent": "kubernetes config for tokenreview",
+		"--auth-proxy-user-header=X-Remote-User --kubeconfig=" + kc:                                        "needs --auth-proxy-trusted-cidrs",
+		"--auth-proxy-user-header=X-Remote-User --auth-proxy-trusted-cidrs=10.0.0.0/33 --kubeconfig=" + kc: "--auth-proxy-trusted-cidrs",
+	} {
+		err := run(context.Background(), strings.Fields(args), envMap(env), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", args, err, want)
+		}
+	}
+	if o, err := parseFlags(nil, envMap(map[string]string{"CROWSNEST_DATABASE_URL": "x", "CROWSNEST_REPORT_RETENTION": "0"}), io.Discard); err != nil || o.reportRetention != 0 {
+		t.Errorf("CROWSNEST_REPORT_RETENTION=0: %v, %v; want retention off", o, err)
+	}
+	base, logs, stop := started(t, []string{"--listen", "127.0.0.1:0", "--database-url", pgtest.NewDatabase(t)}, nil)
+	defer func() { _ = stop() }()
+	_ = base
+	if !strings.Contains(logs.String(), "--read-auth=open: anyone who reaches the API reads every report") {
+		t.Errorf("no warning for --read-auth=open in %s", logs.String())
+	}
+}
+
 func writeKubeconfig(t *testing.T) string {
 	p := filepath.Join(t.TempDir(), "kubeconfig")
 	cfg := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n" +
@@ -478,7 +508,7 @@ func TestTLSFlagsGoTogether(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	err := run(context.Background(), []string{"--tls-cert-file", filepath.Join(dir, "missing.crt"), "--tls-key-file", filepath.Join(dir, "missing.key")},
+	err := run(context.Background(), []string{"--read-auth=open", "--tls-cert-file", filepath.Join(dir, "missing.crt"), "--tls-key-file", filepath.Join(dir, "missing.key")},
 		envMap(env), io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "tls certificate") {
 		t.Errorf("missing certificate files: %v, want a start-up error", err)

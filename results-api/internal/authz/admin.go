@@ -80,18 +80,7 @@ func (a *Authorizer) AuthorizeAdmin(ctx context.Context, id Identity, verb strin
 
 // review asks the API server whether id may verb reports.crowsnest.dev.
 func (a *Authorizer) review(ctx context.Context, id Identity, verb string) (decision, error) {
-	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-		ResourceAttributes: &authzv1.ResourceAttributes{Verb: verb, Group: ReportsGroup, Resource: ReportsResource},
-		User:               id.Username,
-		UID:                id.UID,
-		Groups:             slices.Clone(id.Groups),
-	}}
-	if len(id.Extra) > 0 {
-		sar.Spec.Extra = make(map[string]authzv1.ExtraValue, len(id.Extra))
-		for k, v := range id.Extra {
-			sar.Spec.Extra[k] = slices.Clone(v)
-		}
-	}
+	sar := subjectAccessReview(id, &authzv1.ResourceAttributes{Verb: verb, Group: ReportsGroup, Resource: ReportsResource})
 	res, err := a.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
 	if err != nil {
 		return decision{}, fmt.Errorf("%w: subjectaccessreview for %s: %w", ErrUnavailable, id.Username, err)
@@ -102,6 +91,21 @@ func (a *Authorizer) review(ctx context.Context, id Identity, verb string) (deci
 		reason = st.EvaluationError
 	}
 	return decision{allowed: st.Allowed && !st.Denied, reason: reason}, nil
+}
+
+// subjectAccessReview asks whether id (user, UID, groups, extra) may do
+// attrs.
+func subjectAccessReview(id Identity, attrs *authzv1.ResourceAttributes) *authzv1.SubjectAccessReview {
+	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+		ResourceAttributes: attrs, User: id.Username, UID: id.UID, Groups: slices.Clone(id.Groups),
+	}}
+	if len(id.Extra) > 0 {
+		sar.Spec.Extra = make(map[string]authzv1.ExtraValue, len(id.Extra))
+		for k, v := range id.Extra {
+			sar.Spec.Extra[k] = slices.Clone(v)
+		}
+	}
+	return sar
 }
 
 func (d decision) err(id Identity, verb string) error {

@@ -22,6 +22,10 @@ import (
 // Durable is the name of the scan-status consumer shared by all replicas.
 const Durable = "results-api-scans"
 
+// InventoryDurable is the name of the inventory consumer shared by all
+// replicas (crowsnest.inventory.snapshot).
+const InventoryDurable = evv1.ConsumerResultsAPIInventory
+
 // Options configure the bus.
 type Options struct {
 	URL string // empty: no NATS, events go to the local hub only
@@ -31,6 +35,9 @@ type Options struct {
 	Hub     *hub.Hub
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
+	// OnInventory, when set, is called after a namespace's inventory
+	// snapshot was applied (not for an ignored older or repeated one).
+	OnInventory func(namespace string)
 	// Connect are extra connect options: the NATS credentials
 	// (eventsv1.Credentials.Options).
 	Connect []nats.Option
@@ -142,9 +149,10 @@ func Start(ctx context.Context, o Options) (*Bus, error) {
 		return nil, fmt.Errorf("subscribe %s: %w", evv1.StreamSubjects, err)
 	}
 	ctx, b.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	b.wg.Add(2)
+	b.wg.Add(3)
 	go func() { defer b.wg.Done(); b.relayLoop(ctx) }()
-	go func() { defer b.wg.Done(); b.consumeLoop(ctx) }()
+	go func() { defer b.wg.Done(); b.consumeLoop(ctx, b.consumerConfig(), b.handle) }()
+	go func() { defer b.wg.Done(); b.consumeLoop(ctx, b.inventoryConsumerConfig(), b.handleInventory) }()
 	return b, nil
 }
 
@@ -218,14 +226,28 @@ func (b *Bus) nudge() {
 }
 
 func (b *Bus) broadcast(ev evv1.Event) {
-	msg, err := frame(ev)
+	msg, digest, err := frame(ev)
 	if err != nil {
 		b.o.Logger.Warn("drop undecodable event", "type", ev.Type, "error", err)
 		return
 	}
-	if msg != nil {
-		b.o.Hub.Broadcast(msg)
+	if msg == nil {
+		return
 	}
+	if !b.o.Hub.Scoped() {
+		b.o.Hub.Broadcast(msg)
+		return
+	}
+	// One query per event, not per client: the namespaces the digest runs
+	// in decide which namespace-scoped clients receive it. Without an
+	// answer only the clients of the whole cluster do.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	namespaces, err := b.o.Store.NamespacesOf(ctx, digest)
+	cancel()
+	if err != nil {
+		b.o.Logger.Warn("namespaces of event digest; sending it to cluster-wide clients only", "digest", digest, "error", err)
+	}
+	b.o.Hub.Publish(msg, namespaces)
 }
 
 // fanOut receives every event on crowsnest.> (plain subscription, so every

@@ -14,9 +14,9 @@ import (
 // consumeLoop sets up the stream and the durable consumer, retrying until
 // NATS answers, then keeps consuming until the bus stops. The consumer is
 // shared by all replicas, so each operator event updates the table once.
-func (b *Bus) consumeLoop(ctx context.Context) {
+func (b *Bus) consumeLoop(ctx context.Context, cfg jetstream.ConsumerConfig, handle func(context.Context, jetstream.Msg)) {
 	for attempt := 1; ; attempt++ {
-		cc, err := b.startConsumer(ctx)
+		cc, err := b.startConsumer(ctx, cfg, handle)
 		if err == nil {
 			<-ctx.Done()
 			cc.Stop()
@@ -26,9 +26,9 @@ func (b *Bus) consumeLoop(ctx context.Context) {
 		// answers and refuses the consumer is a configuration problem.
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) || attempt%60 == 0 {
-			b.o.Logger.Warn("start scan-status consumer, will retry", "attempt", attempt, "error", err)
+			b.o.Logger.Warn("start consumer, will retry", "consumer", cfg.Durable, "attempt", attempt, "error", err)
 		} else {
-			b.o.Logger.Debug("start scan-status consumer, will retry", "attempt", attempt, "error", err)
+			b.o.Logger.Debug("start consumer, will retry", "consumer", cfg.Durable, "attempt", attempt, "error", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -59,18 +59,18 @@ func (b *Bus) consumerConfig() jetstream.ConsumerConfig {
 	}
 }
 
-func (b *Bus) startConsumer(ctx context.Context) (jetstream.ConsumeContext, error) {
+func (b *Bus) startConsumer(ctx context.Context, cfg jetstream.ConsumerConfig, handle func(context.Context, jetstream.Msg)) (jetstream.ConsumeContext, error) {
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	s, err := evv1.EnsureStream(sctx, b.js)
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.CreateOrUpdateConsumer(sctx, b.consumerConfig())
+	c, err := s.CreateOrUpdateConsumer(sctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("create or update consumer %s: %w", Durable, err)
+		return nil, fmt.Errorf("create or update consumer %s: %w", cfg.Durable, err)
 	}
-	return c.Consume(func(m jetstream.Msg) { b.handle(ctx, m) })
+	return c.Consume(func(m jetstream.Msg) { handle(ctx, m) })
 }
 
 func (b *Bus) handle(ctx context.Context, m jetstream.Msg) {

@@ -12,12 +12,13 @@ func parse(subject string, data []byte) (evv1.Event, error) {
 	return evv1.Parse(subject, data, time.Now(), evv1.DefaultMaxSkew)
 }
 
-// consumed reports whether the durable scan-status consumer reads subject.
+// consumed reports whether a durable consumer (scan status, inventory)
+// reads subject.
 // Such events reach every replica's fan-out too; the consumer, shared by all
 // replicas, is the one that counts and logs an invalid one, so each is
 // counted once.
 func consumed(subject string) bool {
-	return subject == evv1.SubjectImageNeeded || subject == evv1.SubjectJobDone
+	return subject == evv1.SubjectImageNeeded || subject == evv1.SubjectJobDone || subject == evv1.SubjectInventorySnapshot
 }
 
 // rejected counts and logs an invalid event: subject, id and the broken rule,

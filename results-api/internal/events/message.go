@@ -77,38 +77,39 @@ func scanStatus(ev evv1.Event) (report.ScanStatus, error) {
 }
 
 // frame renders a CloudEvent from the stream as a WebSocket frame (nil for
-// an event that has none).
-func frame(ev evv1.Event) ([]byte, error) {
+// an event that has none) and names the digest it is about.
+func frame(ev evv1.Event) (msg []byte, digest string, err error) {
 	m := Message{ID: ev.ID, Time: ev.Time}
 	switch ev.Type {
 	case evv1.TypeReportStored:
 		var p evv1.ReportStored
 		if err := ev.Decode(&p); err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		m.Type, m.Data = TypeReportStored, p
+		m.Type, m.Data, digest = TypeReportStored, p, p.Digest
 	case evv1.TypeReportDeleted:
 		var p evv1.ReportDeleted
 		if err := ev.Decode(&p); err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		m.Type, m.Data = TypeReportDeleted, p
+		m.Type, m.Data, digest = TypeReportDeleted, p, p.Digest
 	case evv1.TypeFindingsChanged:
 		var p evv1.FindingsChanged
 		if err := ev.Decode(&p); err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		m.Type, m.Data = TypeFindingsChanged, p
+		m.Type, m.Data, digest = TypeFindingsChanged, p, p.Digest
 	case evv1.TypeImageNeeded, evv1.TypeJobDone:
 		st, err := scanStatus(ev)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		m.Type, m.Data = TypeScanStatus, api.NewScanStatus(&st)
-	case evv1.TypeVulnDBUpdated, evv1.TypeRematchDone:
-		return nil, nil // the matcher's: no WebSocket frame
+		m.Type, m.Data, digest = TypeScanStatus, api.NewScanStatus(&st), st.Digest
+	case evv1.TypeVulnDBUpdated, evv1.TypeRematchDone, evv1.TypeInventorySnapshot:
+		return nil, "", nil // no WebSocket frame
 	default:
-		return nil, fmt.Errorf("unknown event type %q", ev.Type)
+		return nil, "", fmt.Errorf("unknown event type %q", ev.Type)
 	}
-	return json.Marshal(m)
+	msg, err = json.Marshal(m)
+	return msg, digest, err
 }

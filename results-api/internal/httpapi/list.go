@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
@@ -65,6 +66,10 @@ func (s *Server) listReports(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, badQuery("q is longer than 200 characters"))
 		return
 	}
+	if err := inventoryFilters(r, &lq); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	if lq.Sort != "" && !store.ValidSort(lq.Sort) {
 		writeError(w, r, badQuery("sort must be one of critical, high, medium, low, scannedAt, image, optionally prefixed with -"))
 		return
@@ -80,4 +85,30 @@ func (s *Server) listReports(w http.ResponseWriter, r *http.Request) {
 		out.Items[i] = api.NewReportSummary(it)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// inventoryFilters reads the namespace, workload (kind/name) and running
+// (true, false, all) filters of a report list.
+func inventoryFilters(r *http.Request, lq *store.ListQuery) error {
+	q := r.URL.Query()
+	lq.Namespace = q.Get("namespace")
+	if len(lq.Namespace) > 63 {
+		return badQuery("namespace is longer than 63 characters")
+	}
+	if v := q.Get("workload"); v != "" {
+		kind, name, ok := strings.Cut(v, "/")
+		if !ok || kind == "" || name == "" || len(v) > 317 {
+			return badQuery("workload must be kind/name, e.g. Deployment/web")
+		}
+		lq.WorkloadKind, lq.WorkloadName = kind, name
+	}
+	switch v := q.Get("running"); v {
+	case "", "all":
+	case "true", "false":
+		b := v == "true"
+		lq.Running = &b
+	default:
+		return badQuery("running must be true, false or all")
+	}
+	return nil
 }

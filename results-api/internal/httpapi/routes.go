@@ -22,24 +22,28 @@ func (s *Server) Routes() chi.Router {
 
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Get("/openapi.yaml", serveOpenAPI)
+		read := r.With(s.requireReader)
+		read.Get("/access", s.getAccess)
 		r.Route("/reports", func(r chi.Router) {
-			r.Get("/", s.listReports)
-			r.With(s.limitBody(lookupBodyLimit)).Post("/lookup", s.lookupReports)
+			r.With(s.requireReader).Get("/", s.listReports)
+			r.With(s.limitBody(lookupBodyLimit), s.requireReader).Post("/lookup", s.lookupReports)
 			r.Route("/{digest}", func(r chi.Router) {
 				r.With(deadline(lim.UploadTimeout), s.requireWriter).Put("/", s.putReport)
-				r.Get("/", s.getReport)
+				read := r.With(s.requireReader, s.visibleDigest)
+				read.Get("/", s.getReport)
 				r.With(s.requireWriter).Delete("/", s.deleteReport)
-				r.With(deadline(lim.DownloadTimeout)).Get("/bom", s.getBOM)
-				r.Get("/changes", s.listDigestChanges)
+				read.With(deadline(lim.DownloadTimeout)).Get("/bom", s.getBOM)
+				read.Get("/changes", s.listDigestChanges)
 				r.With(s.limitBody(vulnDBBodyLimit), updateOnly, s.requireWriter).Put("/vulndb", s.putVulnDB)
 			})
 		})
-		r.Get("/changes", s.listChanges)
-		r.Get("/vulnerabilities/{id}", s.getVulnerability)
-		r.Get("/scans", s.listScans)
-		r.Get("/stats", s.getStats)
+		read.Get("/changes", s.listChanges)
+		read.Get("/vulnerabilities/{id}", s.getVulnerability)
+		read.Get("/scans", s.listScans)
+		read.Get("/stats", s.getStats)
+		read.Get("/workloads", s.listWorkloads)
 		// No deadline: the hub times each write and ping of the WebSocket.
-		r.With(deadline(0)).Get("/events", s.streamEvents)
+		r.With(deadline(0), s.requireReader).Get("/events", s.streamEvents)
 		r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, errNotFoundRoute)
 		})

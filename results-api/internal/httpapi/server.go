@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/hub"
@@ -27,10 +28,16 @@ type Notifier interface {
 
 // Config wires the server's parts.
 type Config struct {
-	Store       *store.Store
-	Hub         *hub.Hub
-	Notifier    Notifier
-	Auth        Authenticator
+	Store    *store.Store
+	Hub      *hub.Hub
+	Notifier Notifier
+	Auth     Authenticator
+	// Reads, when set, authorizes every read (--read-auth=kubernetes);
+	// nil serves reads to anyone (open).
+	Reads ReadAuthorizer
+	// ReadRecheck is how often a WebSocket client's read access is checked
+	// again (default DefaultReadRecheck).
+	ReadRecheck time.Duration
 	Metrics     *metrics.Metrics
 	MaxBOMBytes int64
 	// Limits bound request time and the memory of uploads and downloads.
@@ -69,6 +76,9 @@ func New(cfg Config) *Server {
 	if cfg.Auth == nil {
 		cfg.Auth = authn.DenyWrites{}
 	}
+	if cfg.ReadRecheck <= 0 {
+		cfg.ReadRecheck = DefaultReadRecheck
+	}
 	cfg.Limits.defaults()
 	return &Server{cfg: cfg,
 		ingest: newBudget("ingest", cfg.Limits.IngestMemory, cfg.Limits.MemoryWait, cfg.Metrics),
@@ -101,7 +111,8 @@ type Check struct {
 // readyz runs every check: 503 when one that is not informational fails.
 // The body names the failed checks; with ?verbose it lists every check,
 // one line each ("[+]name ok", "[-]name failed: …"), as kube-apiserver's
-// /readyz?verbose does.
+// /readyz?verbose does; with read authorization, only to authenticated
+// callers.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	checks := s.cfg.Checks
 	if checks == nil {
@@ -122,6 +133,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	_, verbose := r.URL.Query()["verbose"]
+	if verbose && s.cfg.Reads != nil {
+		// The checks' errors name hosts and states: only for callers who
+		// may read. Probes without credentials still get the verdict.
+		_, err := s.cfg.Reads.AuthorizeRead(r)
+		verbose = err == nil
+	}
 	w.Header().Set("Content-Type", "text/plain")
 	if len(failed) > 0 {
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -144,7 +161,7 @@ func (s *Server) metricsHandler() http.Handler { return s.cfg.Metrics.Handler() 
 // its caps before the upgrade (429 for one address's cap, 503 for the
 // total).
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
-	if err := s.cfg.Hub.Serve(w, r, hub.PeerAddr(r)); err != nil {
+	if err := s.cfg.Hub.ServeAccess(w, r, hub.PeerAddr(r), s.hubAccess(r)); err != nil {
 		limit := "websocket_total"
 		if errors.Is(err, hub.ErrTooManyFromAddr) {
 			limit = "websocket_per_address"

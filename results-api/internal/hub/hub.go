@@ -35,6 +35,12 @@ const (
 	DefaultMaxClientsPerAddr = 20
 )
 
+// Subprotocol is the WebSocket subprotocol the hub selects when a client
+// offers it. A browser that sends its token as a subprotocol
+// ("base64url.bearer.authorization.k8s.io.<token>") must offer this one
+// too: the server answers with it, never with the token.
+const Subprotocol = "crowsnest.v1"
+
 // Refusals, returned by Serve before anything is written so that the
 // caller answers them.
 var (
@@ -58,6 +64,7 @@ type Hub struct {
 	admittedTotal int
 	closed        bool
 	count         atomic.Int64 // len(clients), readable without mu
+	scoped        atomic.Int64 // clients limited to namespaces
 	// notifyMu orders OnClients calls: each reads count under it, so the
 	// last call always reports the latest count.
 	notifyMu sync.Mutex
@@ -66,6 +73,9 @@ type Hub struct {
 type client struct {
 	msgs      chan []byte
 	closeSlow func()
+	// access is what the client may receive; nil receives everything.
+	// Replaced (under the hub's lock) when it is checked again.
+	access *Access
 }
 
 // New returns an empty hub.
@@ -97,12 +107,22 @@ func New(o Options) *Hub {
 	return &Hub{o: o, clients: map[*client]struct{}{}, admitted: map[string]int{}}
 }
 
-// Broadcast queues msg for every client without blocking; clients whose
-// queue is full are dropped.
-func (h *Hub) Broadcast(msg []byte) {
+// Broadcast queues msg, without blocking, for every client that sees
+// everything (every client when none is limited to namespaces); clients
+// whose queue is full are dropped.
+func (h *Hub) Broadcast(msg []byte) { h.Publish(msg, nil) }
+
+// Publish queues msg, an event about an image running in namespaces, for
+// every client whose Access lets it see one of them (clients of the whole
+// cluster see every message), without blocking: clients whose queue is
+// full are dropped.
+func (h *Hub) Publish(msg []byte, namespaces []string) {
 	var slow []*client
 	h.mu.Lock()
 	for c := range h.clients {
+		if !c.access.sees(namespaces) {
+			continue
+		}
 		select {
 		case c.msgs <- msg:
 		default:
@@ -120,6 +140,10 @@ func (h *Hub) Broadcast(msg []byte) {
 		go c.closeSlow()
 	}
 }
+
+// Scoped reports whether some connected client is limited to namespaces,
+// so that a publisher knows whether it needs an event's namespaces at all.
+func (h *Hub) Scoped() bool { return h.scoped.Load() > 0 }
 
 // Clients returns the number of connected clients.
 func (h *Hub) Clients() int {
@@ -143,6 +167,9 @@ func (h *Hub) Close() {
 func (h *Hub) removeLocked(c *client) {
 	delete(h.clients, c)
 	h.count.Store(int64(len(h.clients)))
+	if c.access.limited() {
+		h.scoped.Add(-1)
+	}
 }
 
 func (h *Hub) notifyClients() {
@@ -184,6 +211,9 @@ func (h *Hub) add(c *client) error {
 	}
 	h.clients[c] = struct{}{}
 	h.count.Store(int64(len(h.clients)))
+	if c.access.limited() {
+		h.scoped.Add(1)
+	}
 	h.mu.Unlock()
 	h.notifyClients()
 	return nil
@@ -229,17 +259,25 @@ func PeerAddr(r *http.Request) string {
 // ErrTooManyFromAddr, ErrTooManyClients or ErrClosed, and nothing written;
 // every other outcome returns nil with the response handled.
 func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, addr string) error {
+	return h.ServeAccess(w, r, addr, nil)
+}
+
+// ServeAccess is Serve for a client that receives what access lets it see
+// (nil: everything). With access.Recheck set, the client's access is
+// checked again every access.RecheckEvery and when access.Expires passes:
+// a client no longer allowed is closed with 1008 (policy violation).
+func (h *Hub) ServeAccess(w http.ResponseWriter, r *http.Request, addr string, access *Access) error {
 	release, err := h.admit(addr)
 	if err != nil {
 		return err
 	}
 	defer release()
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: h.o.OriginPatterns})
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: h.o.OriginPatterns, Subprotocols: []string{Subprotocol}})
 	if err != nil {
 		return nil // Accept has written the error response (403 for a bad origin).
 	}
 	defer conn.CloseNow()
-	c := &client{msgs: make(chan []byte, h.o.QueueSize)}
+	c := &client{msgs: make(chan []byte, h.o.QueueSize), access: access}
 	c.closeSlow = func() { _ = conn.Close(websocket.StatusPolicyViolation, "client too slow to keep up") }
 	if err := h.add(c); err != nil {
 		_ = conn.Close(websocket.StatusGoingAway, err.Error())
@@ -250,8 +288,20 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, addr string) error {
 	ctx := conn.CloseRead(r.Context())
 	ping := time.NewTicker(h.o.PingInterval)
 	defer ping.Stop()
+	recheck := access.timer(time.Now())
+	defer recheck.Stop()
 	for {
 		select {
+		case <-recheck.C:
+			next, err := access.Recheck(ctx)
+			if err != nil {
+				_ = conn.Close(websocket.StatusPolicyViolation, "credentials no longer valid")
+				return nil
+			}
+			h.setAccess(c, next)
+			access = next
+			recheck.Stop()
+			recheck = access.timer(time.Now())
 		case msg, ok := <-c.msgs:
 			if !ok {
 				_ = conn.Close(websocket.StatusGoingAway, "server shutting down")

@@ -156,6 +156,17 @@ type Summary struct {
 	Fixable  int
 	Findings int
 	Scan     *ScanStatus
+	// RunningIn lists the workloads running the digest now, as far as the
+	// reader may see (filled by lists and details only).
+	RunningIn []Workload
+}
+
+// Workload is one workload running a digest: its containers on it and
+// their running Pods.
+type Workload struct {
+	Namespace, Kind, Name string
+	Containers            []string
+	Pods                  int
 }
 
 // Report is a parsed upload: the summary, its findings and the original bytes.

@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/authz"
@@ -35,7 +37,11 @@ type Config struct {
 	// writes by scope: the static WriteToken as admin, Pod-bound uploads,
 	// rematch and admin by TokenReview + SubjectAccessReview. New fills in
 	// its Static token and HasReport.
-	Gate        *authz.Gate
+	Gate *authz.Gate
+	// Reads, when set, authorizes reads (the binary's
+	// --read-auth=kubernetes); nil serves them to anyone (open), which is
+	// what in-process harnesses of other modules rely on.
+	Reads       *ReadAuth
 	MaxBOMBytes int64
 	// Limits bound request time and the memory of uploads and downloads.
 	Limits httpapi.Limits
@@ -44,11 +50,36 @@ type Config struct {
 	// MaxWebSocketClients and MaxWebSocketClientsPerAddr cap the hub's
 	// clients (0: the hub's defaults).
 	MaxWebSocketClients, MaxWebSocketClientsPerAddr int
+	// ReportRetention, when positive, deletes the reports of digests no
+	// namespace has run for longer (checked every RetentionInterval,
+	// default 10 minutes), publishing nothing (store.PruneReports). Zero
+	// keeps every report.
+	ReportRetention   time.Duration
+	RetentionInterval time.Duration
 	// EventTiming tunes the event bus (zero: its defaults).
 	EventTiming    events.Timing
 	OriginPatterns []string
 	UI             http.Handler
 	Logger         *slog.Logger
+}
+
+// ReadAuth configures read authorization: New builds the authz.Reader
+// with the static admin token and the inventory's namespaces.
+type ReadAuth struct {
+	Reviewer authz.Reviewer // TokenReview of read tokens
+	Audience string         // the audience read tokens must carry
+	Client   kubernetes.Interface
+	// Writers, when set, names the rematch service accounts, which read
+	// everything.
+	Writers *authz.Authorizer
+	Proxy   *authz.Proxy // nil: no authenticating proxy
+	Options authz.ReadOptions
+	// Recheck is how often a WebSocket client's access is checked again
+	// (0: httpapi.DefaultReadRecheck).
+	Recheck time.Duration
+	// Now is the clock tokens' expiry is checked against (default
+	// time.Now; tests move it past a real token's expiry).
+	Now func() time.Time
 }
 
 // Service is a running results API without its listener.
@@ -58,6 +89,9 @@ type Service struct {
 	Hub     *hub.Hub
 	Bus     *events.Bus
 	Metrics *metrics.Metrics
+
+	stopRetention context.CancelFunc
+	retention     sync.WaitGroup
 }
 
 // New opens the store (applying migrations), connects the event bus and
@@ -116,11 +150,55 @@ func New(ctx context.Context, c Config) (*Service, error) {
 	case c.Auth != nil:
 		auth = c.Auth
 	}
+	var reads httpapi.ReadAuthorizer
+	var recheck time.Duration
+	if c.Reads != nil {
+		recheck = c.Reads.Recheck
+		o := c.Reads.Options
+		o.Namespaces = st.Namespaces
+		scopes, err := authz.NewReadAuthorizer(c.Reads.Client, o)
+		if err != nil {
+			bus.Close()
+			_ = st.Close()
+			return nil, err
+		}
+		reads = &authz.Reader{Static: static, Reviewer: c.Reads.Reviewer, Audience: c.Reads.Audience, Writers: c.Reads.Writers,
+			Scopes: scopes, Proxy: c.Reads.Proxy, Now: c.Reads.Now}
+	}
 	api := httpapi.New(httpapi.Config{
-		Store: st, Hub: h, Notifier: bus, Auth: auth, Metrics: m, MaxBOMBytes: c.MaxBOMBytes, Limits: c.Limits, UI: c.UI, Logger: c.Logger,
+		Reads: reads, ReadRecheck: recheck, Store: st, Hub: h, Notifier: bus, Auth: auth, Metrics: m, MaxBOMBytes: c.MaxBOMBytes, Limits: c.Limits, UI: c.UI, Logger: c.Logger,
 		Checks: checks(st, bus, c.NATSURL != ""),
 	})
-	return &Service{Handler: api.Handler(), Store: st, Hub: h, Bus: bus, Metrics: m}, nil
+	svc := &Service{Handler: api.Handler(), Store: st, Hub: h, Bus: bus, Metrics: m, stopRetention: func() {}}
+	if c.ReportRetention > 0 {
+		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		svc.stopRetention = cancel
+		svc.retention.Go(func() { prune(rctx, st, c.ReportRetention, c.RetentionInterval, c.Logger) })
+	}
+	return svc, nil
+}
+
+// prune deletes the reports of digests not running for longer than
+// retention, at start and then every interval, until ctx ends. Replicas
+// doing the same at once delete each report once.
+func prune(ctx context.Context, st *store.Store, retention, interval time.Duration, log *slog.Logger) {
+	if interval <= 0 {
+		interval = 10 * time.Minute
+	}
+	for {
+		n, err := st.PruneReports(ctx, time.Now().Add(-retention), 500)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("prune reports not running", "error", err)
+		case n > 0:
+			log.Info("pruned reports of images not running", "reports", n, "retention", retention.String())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
 }
 
 // checks are /readyz's: the API is ready when Postgres answers. NATS is
@@ -136,6 +214,8 @@ func checks(st *store.Store, bus *events.Bus, nats bool) []httpapi.Check {
 
 // Close disconnects WebSocket clients, stops the bus and closes the store.
 func (s *Service) Close() {
+	s.stopRetention()
+	s.retention.Wait()
 	s.Hub.Close()
 	s.Bus.Close()
 	_ = s.Store.Close()

@@ -198,6 +198,7 @@ func (s *Store) ListChanges(ctx context.Context, q ChangeQuery) (*ChangePage, er
 	if q.Cause != "" {
 		where, args = append(where, "cause = ?"), append(args, string(q.Cause))
 	}
+	where, args = addScope(ctx, "report_changes.digest", where, args)
 	if q.Cursor != "" {
 		var c changeCursor
 		if err := unmarshalCursor(q.Cursor, &c); err != nil {

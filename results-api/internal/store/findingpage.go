@@ -109,6 +109,11 @@ func (s *Store) GetReport(ctx context.Context, digest string, q FindingQuery) (*
 		return nil, s.fail("get findings", err)
 	}
 	page := &ReportPage{Report: report.Report{Summary: *sum}}
+	items := []report.Summary{page.Summary}
+	if err := s.fillRunningIn(ctx, items); err != nil {
+		return nil, err
+	}
+	page.RunningIn = items[0].RunningIn
 	if len(rows) > q.Limit {
 		rows = rows[:q.Limit]
 		page.NextCursor = encodeFindingCursor(q.Order, rows[len(rows)-1])

@@ -57,17 +57,17 @@ func TestConcurrentMigrations(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	want := map[int64]int64{0: 1, 1: 1, 2: 1, 3: 1, 4: 1, 5: 1}
+	want := map[int64]int64{0: 1, 1: 1, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1}
 	if len(got) != len(want) {
-		t.Errorf("goose versions %v, want each of 0..5 once", got)
+		t.Errorf("goose versions %v, want each of 0..6 once", got)
 	}
 	for v, n := range want {
 		if got[v] != n {
-			t.Errorf("goose versions %v, want each of 0..5 once", got)
+			t.Errorf("goose versions %v, want each of 0..6 once", got)
 			break
 		}
 	}
-	for _, table := range []string{"reports", "report_boms", "findings", "scans", "event_outbox", "report_changes", "report_change_findings"} {
+	for _, table := range []string{"reports", "report_boms", "findings", "scans", "event_outbox", "report_changes", "report_change_findings", "inventory", "inventory_namespaces", "digest_runtime"} {
 		var ok bool
 		if err := conn.QueryRow(ctx(t), `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&ok); err != nil || !ok {
 			t.Errorf("table %s missing (%v)", table, err)

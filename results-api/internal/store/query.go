@@ -87,6 +87,13 @@ type ListQuery struct {
 	FixableOnly bool
 	Text        string
 	Sort        string // field or -field; see sortColumns
+	// Namespace, and WorkloadKind with WorkloadName, keep the digests
+	// running there now (empty: no filter).
+	Namespace                  string
+	WorkloadKind, WorkloadName string
+	// Running keeps the digests some namespace runs now (true) or none
+	// does (false); nil keeps both.
+	Running *bool
 }
 
 // ListPage is one page of summaries.
@@ -141,6 +148,30 @@ func (s *Store) ListReports(ctx context.Context, q ListQuery) (*ListPage, error)
  UNION SELECT digest FROM findings WHERE lower(vuln_id) = lower(?))`)
 		args = append(args, "%"+likeEscape(t)+"%", t)
 	}
+	if q.Namespace != "" || q.WorkloadKind != "" {
+		cond := []string{"w.digest = r.digest"}
+		var wargs []any
+		if q.Namespace != "" {
+			cond, wargs = append(cond, "w.namespace = ?"), append(wargs, q.Namespace)
+		}
+		if q.WorkloadKind != "" {
+			cond, wargs = append(cond, "w.kind = ?", "w.name = ?"), append(wargs, q.WorkloadKind, q.WorkloadName)
+		}
+		// Filtering on a namespace outside the reader's scope must not
+		// tell whether an image in scope runs there too.
+		if sc, ok := ScopeOf(ctx); ok {
+			cond, wargs = append(cond, "w.namespace = ANY(?::text[])"), append(wargs, textArray(sc.Namespaces))
+		}
+		where, args = append(where, "EXISTS (SELECT 1 FROM inventory w WHERE "+strings.Join(cond, " AND ")+")"), append(args, wargs...)
+	}
+	if q.Running != nil {
+		not := ""
+		if !*q.Running {
+			not = "NOT "
+		}
+		where = append(where, not+"EXISTS (SELECT 1 FROM inventory w WHERE w.digest = r.digest)")
+	}
+	where, args = addScope(ctx, "r.digest", where, args)
 	page := &ListPage{}
 	countSQL := "SELECT count(*) FROM reports r" + whereSQL(where)
 	if err := s.db.WithContext(ctx).Raw(countSQL, args...).Scan(&page.Total).Error; err != nil {
@@ -174,6 +205,9 @@ func (s *Store) ListReports(ctx context.Context, q ListQuery) (*ListPage, error)
 	page.Items = make([]report.Summary, len(rows))
 	for i, r := range rows {
 		page.Items[i] = r.summary()
+	}
+	if err := s.fillRunningIn(ctx, page.Items); err != nil {
+		return nil, err
 	}
 	return page, nil
 }
@@ -278,7 +312,8 @@ func (s *Store) Lookup(ctx context.Context, digests []string) ([]Scanned, error)
 	}
 	arr := "{" + strings.Join(digests, ",") + "}"
 	var rows []reportRow
-	err := s.db.WithContext(ctx).Raw("SELECT digest, scanned_at FROM reports WHERE digest = ANY(?::text[])", arr).Scan(&rows).Error
+	where, args := addScope(ctx, "r.digest", []string{"r.digest = ANY(?::text[])"}, []any{arr})
+	err := s.db.WithContext(ctx).Raw("SELECT r.digest, r.scanned_at FROM reports r"+whereSQL(where), args...).Scan(&rows).Error
 	if err != nil {
 		return nil, s.fail("lookup reports", err)
 	}

@@ -33,6 +33,9 @@ func (s *Store) ListScans(ctx context.Context, state report.ScanState, limit int
 	if state != "" {
 		q = q.Where("status = ?", string(state))
 	}
+	if f, args := scopeFilter(ctx, "scans.digest"); f != "" {
+		q = q.Where(f, args...)
+	}
 	var rows []scanRow
 	if err := q.Find(&rows).Error; err != nil {
 		return nil, s.fail("list scans", err)

@@ -32,7 +32,7 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 	err := db.Raw(`SELECT count(*) AS images, coalesce(sum(findings),0) AS findings, coalesce(sum(fixable),0) AS fixable,
  coalesce(sum(critical),0) AS critical, coalesce(sum(high),0) AS high, coalesce(sum(medium),0) AS medium,
  coalesce(sum(low),0) AS low, coalesce(sum(negligible),0) AS negligible, coalesce(sum(unknown),0) AS unknown
- FROM reports`).Scan(&t).Error
+ FROM reports r`+cond(ctx, "r.digest"), args(ctx)...).Scan(&t).Error
 	if err != nil {
 		return nil, s.fail("stats totals", err)
 	}
@@ -43,14 +43,14 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 		Status string
 		N      int
 	}
-	if err := db.Raw("SELECT status, count(*) AS n FROM scans GROUP BY status").Scan(&byStatus).Error; err != nil {
+	if err := db.Raw("SELECT status, count(*) AS n FROM scans s"+cond(ctx, "s.digest")+" GROUP BY status", args(ctx)...).Scan(&byStatus).Error; err != nil {
 		return nil, s.fail("stats scans", err)
 	}
 	for _, b := range byStatus {
 		st.Scans[report.ScanState(b.Status)] = b.N
 	}
 	var top []listRow
-	if err := db.Raw(listSelect + " ORDER BY r.critical DESC, r.high DESC, r.medium DESC, r.digest LIMIT 10").Scan(&top).Error; err != nil {
+	if err := db.Raw(listSelect+cond(ctx, "r.digest")+" ORDER BY r.critical DESC, r.high DESC, r.medium DESC, r.digest LIMIT 10", args(ctx)...).Scan(&top).Error; err != nil {
 		return nil, s.fail("stats top images", err)
 	}
 	for _, r := range top {
@@ -61,8 +61,8 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 		Severity int
 		Images   int
 	}
-	err = db.Raw(`SELECT vuln_id, max(severity) AS severity, count(DISTINCT digest) AS images FROM findings
- GROUP BY vuln_id ORDER BY max(severity) DESC, count(DISTINCT digest) DESC, vuln_id LIMIT 10`).Scan(&tv).Error
+	err = db.Raw(`SELECT vuln_id, max(severity) AS severity, count(DISTINCT digest) AS images FROM findings f`+cond(ctx, "f.digest")+`
+ GROUP BY vuln_id ORDER BY max(severity) DESC, count(DISTINCT digest) DESC, vuln_id LIMIT 10`, args(ctx)...).Scan(&tv).Error
 	if err != nil {
 		return nil, s.fail("stats top vulnerabilities", err)
 	}
@@ -70,4 +70,19 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 		st.TopVulnerabilities = append(st.TopVulnerabilities, TopVulnerability{ID: v.VulnID, Severity: report.Severity(v.Severity), Images: v.Images})
 	}
 	return st, nil
+}
+
+// cond is ctx's scope filter on col as a WHERE clause ("" without one);
+// args are its arguments.
+func cond(ctx context.Context, col string) string {
+	f, _ := scopeFilter(ctx, col)
+	if f == "" {
+		return ""
+	}
+	return " WHERE " + f
+}
+
+func args(ctx context.Context) []any {
+	_, a := scopeFilter(ctx, "")
+	return a
 }

@@ -32,9 +32,10 @@ func (s *Store) GetVulnerability(ctx context.Context, id string) (*Vulnerability
 		Severity                                                int
 		FixedIn                                                 []string `gorm:"serializer:json"`
 	}
+	where, args := addScope(ctx, "f.digest", []string{"lower(f.vuln_id) = lower(?)"}, []any{id})
 	err := s.db.WithContext(ctx).Raw(`SELECT f.vuln_id, f.severity, f.description, f.url, f.digest, f.pkg_name,
- f.pkg_version, f.fixed_in, r.image FROM findings f JOIN reports r ON r.digest = f.digest
- WHERE lower(f.vuln_id) = lower(?) ORDER BY r.image, f.digest, f.pkg_name LIMIT ?`, id, maxAffected).Scan(&rows).Error
+ f.pkg_version, f.fixed_in, r.image FROM findings f JOIN reports r ON r.digest = f.digest`+whereSQL(where)+
+		` ORDER BY r.image, f.digest, f.pkg_name LIMIT ?`, append(args, maxAffected)...).Scan(&rows).Error
 	if err != nil {
 		return nil, s.fail("get vulnerability", err)
 	}

@@ -205,6 +205,13 @@ type Component struct {
 	NodeSelector       map[string]string `json:"nodeSelector"`
 	Tolerations        []map[string]any  `json:"tolerations"`
 	Affinity           map[string]any    `json:"affinity"`
+	// The usual knobs of production charts.
+	TopologySpreadConstraints []map[string]any  `json:"topologySpreadConstraints" jsonschema:"description=Pod topologySpreadConstraints (results-api spreads over nodes by default when replicas > 1; a list replaces that)"`
+	PriorityClassName         string            `json:"priorityClassName" jsonschema:"pattern=^$|^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$,maxLength=253"`
+	PodLabels                 map[string]string `json:"podLabels" jsonschema:"description=Extra labels on the Pods (the chart's own labels win)"`
+	ExtraEnv                  []map[string]any  `json:"extraEnv" jsonschema:"description=Extra environment variables of the main container (e.g. HTTPS_PROXY); the chart's own win"`
+	ExtraVolumes              []map[string]any  `json:"extraVolumes" jsonschema:"description=Extra Pod volumes"`
+	ExtraVolumeMounts         []map[string]any  `json:"extraVolumeMounts" jsonschema:"description=Extra volume mounts of the main container"`
 }
 
 // Operator is the operator subchart.
@@ -236,17 +243,33 @@ type OperatorMetrics struct {
 // ResultsAPI is the results-api subchart.
 type ResultsAPI struct {
 	Component
-	Service     Service    `json:"service"`
-	MaxBOMBytes int64      `json:"maxBomBytes" jsonschema:"minimum=1024"`
-	Auth        Auth       `json:"auth"`
-	WriteToken  WriteToken `json:"writeToken"`
-	Ingress     Ingress    `json:"ingress"`
+	Service     Service  `json:"service"`
+	MaxBOMBytes int64    `json:"maxBomBytes" jsonschema:"minimum=1024"`
+	Auth        Auth     `json:"auth"`
+	ReadAuth    ReadAuth `json:"readAuth"`
+	// ReportRetention is --report-retention.
+	ReportRetention string     `json:"reportRetention" jsonschema:"description=Delete reports of images no namespace has run for longer than this (0s keeps them),pattern=^([0-9]+(ms|s|m|h))+$"`
+	WriteToken      WriteToken `json:"writeToken"`
+	Ingress         Ingress    `json:"ingress"`
 }
 
 // Auth is how results-api checks writers.
 type Auth struct {
 	Mode                        string   `json:"mode" jsonschema:"description=static: only the admin token writes; tokenreview: also scan Pods and those bound to <release>-admin; empty: tokenreview when there are scan namespaces,enum=,enum=static,enum=tokenreview"`
 	ExtraAllowedServiceAccounts []string `json:"extraAllowedServiceAccounts" jsonschema:"description=More namespaces whose scan Pods may upload (namespace/name or namespace/*); CI binds <release>-admin instead"`
+}
+
+// ReadAuth is who may read (results-api --read-auth and --auth-proxy-*).
+type ReadAuth struct {
+	Mode  string    `json:"mode" jsonschema:"description=kubernetes: bearer tokens (TokenReview) or proxy headers then SubjectAccessReview list on reports.crowsnest.dev per namespace; open: anyone reads everything,enum=kubernetes,enum=open"`
+	Proxy AuthProxy `json:"proxy" jsonschema:"description=An authenticating proxy in front of results-api"`
+}
+
+// AuthProxy is an authenticating proxy's identity headers.
+type AuthProxy struct {
+	UserHeader   string   `json:"userHeader" jsonschema:"description=Header with the user (e.g. X-Forwarded-User); empty: no proxy,pattern=^$|^[A-Za-z0-9-]+$"`
+	GroupsHeader string   `json:"groupsHeader" jsonschema:"pattern=^$|^[A-Za-z0-9-]+$"`
+	TrustedCIDRs []string `json:"trustedCIDRs" jsonschema:"description=Addresses the proxy connects from; headers from any other peer are ignored"`
 }
 
 // Service of results-api.

@@ -8,7 +8,16 @@ export interface ImageFilters {
   minSeverity: Severity | '';
   fixable: boolean;
   sort: ReportSort;
+  /** Only images running now in this namespace; "" for every namespace the caller may read. */
+  namespace: string;
+  /** Running now (true), not running (false), or either (all, the API's default). */
+  running: Running;
 }
+
+export type Running = NonNullable<ReportQuery['running']>;
+const RUNNING = new Set<string>(['true', 'false', 'all']);
+/** Kubernetes namespace names (RFC 1123 labels). */
+const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 export const DEFAULT_SORT: ReportSort = '-scannedAt';
 
@@ -19,11 +28,15 @@ const SORTS = new Set<string>(
 export function filtersFromParams(params: URLSearchParams): ImageFilters {
   const sev = params.get('minSeverity') ?? '';
   const sort = params.get('sort') ?? '';
+  const ns = params.get('namespace') ?? '';
+  const running = params.get('running') ?? '';
   return {
     q: (params.get('q') ?? '').slice(0, 200),
     minSeverity: (SEVERITIES as readonly string[]).includes(sev) ? (sev as Severity) : '',
     fixable: params.get('fixable') === 'true',
     sort: SORTS.has(sort) ? (sort as ReportSort) : DEFAULT_SORT,
+    namespace: NAMESPACE.test(ns) ? ns : '',
+    running: RUNNING.has(running) ? (running as Running) : 'all',
   };
 }
 
@@ -34,6 +47,8 @@ export function filtersToParams(f: ImageFilters): URLSearchParams {
   if (f.minSeverity) p.set('minSeverity', f.minSeverity);
   if (f.fixable) p.set('fixable', 'true');
   if (f.sort !== DEFAULT_SORT) p.set('sort', f.sort);
+  if (f.namespace) p.set('namespace', f.namespace);
+  if (f.running !== 'all') p.set('running', f.running);
   return p;
 }
 
@@ -43,6 +58,8 @@ export function filtersToQuery(f: ImageFilters): ReportQuery {
     minSeverity: f.minSeverity || undefined,
     fixable: f.fixable || undefined,
     sort: f.sort,
+    namespace: f.namespace || undefined,
+    running: f.running === 'all' ? undefined : f.running,
   };
 }
 

@@ -1,5 +1,5 @@
 // Small pure formatters shared by the components.
-import type { Finding } from './api/types';
+import type { Finding, RunningWorkload } from './api/types';
 
 export function shortDigest(digest: string): string {
   const hex = digest.startsWith('sha256:') ? digest.slice(7) : digest;
@@ -40,4 +40,56 @@ export function advisoryUrl(id: string, fallback?: string): string | undefined {
 
 export function cvss(f: Pick<Finding, 'cvssScore'>): string {
   return typeof f.cvssScore === 'number' ? f.cvssScore.toFixed(1) : '—';
+}
+
+/** "Deployment/web": a workload as kubectl names it. */
+export function workloadName(w: Pick<RunningWorkload, 'kind' | 'name'>): string {
+  return `${w.kind}/${w.name}`;
+}
+
+/**
+ * The images table's workload cell: the first workload (namespace and
+ * kind/name) and "+N more"; "not running" when nothing runs the digest, ""
+ * when the server did not say (no inventory data in the response).
+ */
+export function runningSummary(runningIn: readonly RunningWorkload[] | undefined): { text: string; more: number; title: string } {
+  if (runningIn === undefined) return { text: '', more: 0, title: '' };
+  if (runningIn.length === 0) return { text: 'not running', more: 0, title: 'No workload runs this image now' };
+  const [first] = runningIn;
+  return {
+    text: `${first.namespace}/${workloadName(first)}`,
+    more: runningIn.length - 1,
+    title: runningIn.map((w) => `${w.namespace}/${workloadName(w)} (${pods(w.pods)})`).join('\n'),
+  };
+}
+
+export function pods(n: number): string {
+  return `${n} pod${n === 1 ? '' : 's'}`;
+}
+
+/** The distinct namespaces of some runningIn lists, sorted. */
+export function namespacesOf(lists: Iterable<readonly RunningWorkload[] | undefined>, into = new Set<string>()): Set<string> {
+  for (const l of lists) for (const w of l ?? []) into.add(w.namespace);
+  return into;
+}
+
+/** A workload carrying an image: one row of the CVE view's "workloads" table. */
+export interface WorkloadImageRow extends RunningWorkload {
+  digest: string;
+  image: string;
+}
+
+/** Flattens images' runningIn into rows sorted by namespace, kind, name and image, one per (workload, digest). */
+export function workloadRows(images: readonly { digest: string; image: string; runningIn?: readonly RunningWorkload[] }[]): WorkloadImageRow[] {
+  const seen = new Map<string, WorkloadImageRow>();
+  for (const img of images) {
+    for (const w of img.runningIn ?? []) {
+      const key = `${w.namespace}\u0000${w.kind}\u0000${w.name}\u0000${img.digest}`;
+      if (!seen.has(key)) seen.set(key, { ...w, digest: img.digest, image: img.image });
+    }
+  }
+  const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  return [...seen.values()].sort(
+    (a, b) => cmp(a.namespace, b.namespace) || cmp(a.kind, b.kind) || cmp(a.name, b.name) || cmp(a.image, b.image),
+  );
 }

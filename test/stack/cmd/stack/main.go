@@ -42,6 +42,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.OnlineDB, "online-db", false, "use Grype's published vulnerability DB (needs internet) instead of the offline demo DB")
 	fs.BoolVar(&o.ClusterOnly, "cluster-only", false, "run only the control plane, kwok, the registry and the demo Pods")
 	fs.StringVar(&o.UploadToken, "upload-token", "serviceaccount", "token the scan Pods present: serviceaccount (TokenRequest) or write-token")
+	fs.StringVar(&o.ReadAuth, "read-auth", "kubernetes", "results-api --read-auth: kubernetes (sign in with a token; the summary says how to get one) or open")
 	fs.StringVar(&o.StateDir, "state-dir", "", "keep state (logs, kubeconfig) here instead of a temp dir removed on exit")
 	fs.DurationVar(&o.RetryBackoff, "retry-backoff", 15*time.Second, "operator --retry-backoff for failed scans")
 	noDemo := fs.Bool("no-demo", false, "do not create the demo namespace, Scanner and Pods")

@@ -21,6 +21,8 @@ type ResultsAPI struct {
 	DatabaseURL, NATSURL     string
 	NATSPasswordFile         string // results-api's NATS password (user results-api)
 	WriteToken               string
+	// ReadAuth is --read-auth: kubernetes or open (the default here).
+	ReadAuth string
 	// ExtraArgs are appended to the flags (e.g. TokenReview settings).
 	ExtraArgs []string
 
@@ -40,7 +42,11 @@ func (r *ResultsAPI) Start(ctx context.Context) error {
 	if err := os.WriteFile(tokenFile, []byte(r.WriteToken), 0o600); err != nil {
 		return err
 	}
-	args := []string{"--listen=" + r.Listen, "--database-url-file=" + dbFile, "--write-token-file=" + tokenFile}
+	readAuth := r.ReadAuth
+	if readAuth == "" {
+		readAuth = "open"
+	}
+	args := []string{"--listen=" + r.Listen, "--database-url-file=" + dbFile, "--write-token-file=" + tokenFile, "--read-auth=" + readAuth}
 	if r.NATSURL != "" {
 		args = append(args, "--nats-url="+r.NATSURL, "--nats-user="+string(eventsv1.UserResultsAPI), "--nats-password-file="+r.NATSPasswordFile)
 	}
@@ -79,7 +85,9 @@ type Operator struct {
 	UploaderImage, GrypeImage  string
 	RetryBackoff, JobTTL       time.Duration
 	MetricsPort, ProbePort     int
-	ExtraArgs                  []string
+	// TokenFile holds the token the lookup sends (--results-api-token-file).
+	TokenFile string
+	ExtraArgs []string
 
 	p *proc.Process
 }
@@ -104,6 +112,9 @@ func (o *Operator) Start(ctx context.Context) error {
 	}
 	if o.GrypeImage != "" {
 		args = append(args, "--grype-image="+o.GrypeImage)
+	}
+	if o.TokenFile != "" {
+		args = append(args, "--results-api-token-file="+o.TokenFile)
 	}
 	if o.NATSURL != "" {
 		args = append(args, "--nats-url="+o.NATSURL, "--nats-user="+string(eventsv1.UserOperator), "--nats-password-file="+o.NATSPasswordFile)

@@ -99,6 +99,32 @@ describe('API client', () => {
     expect(seen[0]).toMatchObject({ method: 'DELETE', auth: 'Bearer s3cret' });
   });
 
+  it('sends the read token on every call and reports 401s, but not a write token\'s', async () => {
+    let token = 'read-1';
+    const codes: string[] = [];
+    const c = createClient({ baseUrl: base, token: () => token, onUnauthorized: (code) => codes.push(code) });
+    reply = () => ({ status: 200, body: { user: 'u', cluster: true, namespaces: [] } });
+    expect(await c.getAccess()).toEqual({ user: 'u', cluster: true, namespaces: [] });
+    await c.getBom(digest);
+    token = '';
+    await c.getStats();
+    expect(seen.map((s) => [s.url, s.auth])).toEqual([
+      ['/api/v1/access', 'Bearer read-1'],
+      [`/api/v1/reports/sha256:${'a1'.repeat(32)}/bom`, 'Bearer read-1'],
+      ['/api/v1/stats', undefined],
+    ]);
+
+    reply = () => ({ status: 401, body: { error: { code: 'invalid_token', message: 'token refused' } } });
+    token = 'expired';
+    const err = await c.listReports().catch((e) => e);
+    expect(err).toMatchObject({ status: 401, code: 'invalid_token' });
+    expect(codes).toEqual(['invalid_token']);
+    // A delete carries its own write token: a 401 there is the dialog's business.
+    await c.deleteReport(digest, 'write').catch(() => {});
+    expect(seen.at(-1)?.auth).toBe('Bearer write');
+    expect(codes).toEqual(['invalid_token']);
+  });
+
   it('turns the JSON error body into an ApiError', async () => {
     reply = () => ({ status: 403, body: { error: { code: 'forbidden', message: 'token not allowed' } } });
     const err = await createClient({ baseUrl: base }).deleteReport(digest, 'wrong').catch((e) => e);

@@ -1,7 +1,9 @@
 // The one typed client for results-api's REST surface (/api/v1). Every view
 // talks to the server through it; it owns URLs, query strings, JSON decoding
 // and the error shape.
+import { authHeaders } from './auth';
 import type {
+  Access,
   ApiErrorBody,
   ChangeList,
   ChangePageQuery,
@@ -39,6 +41,10 @@ export interface ClientOptions {
   fetch?: typeof fetch;
   /** Per-request timeout. */
   timeoutMs?: number;
+  /** The read token to send as Authorization: Bearer ("" sends none). */
+  token?: () => string;
+  /** Called with the error code (unauthorized, invalid_token) when a call answers 401. */
+  onUnauthorized?: (code: string) => void;
 }
 
 export type Client = ReturnType<typeof createClient>;
@@ -49,6 +55,7 @@ export function createClient(options: ClientOptions = {}) {
   const base = (options.baseUrl ?? '').replace(/\/+$/, '');
   const doFetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const timeoutMs = options.timeoutMs ?? 15_000;
+  const token = options.token ?? (() => '');
 
   function url(path: string, query?: Record<string, string | number | boolean | undefined>): string {
     const qs = new URLSearchParams();
@@ -59,14 +66,16 @@ export function createClient(options: ClientOptions = {}) {
     return `${base}${PREFIX}${path}${s ? `?${s}` : ''}`;
   }
 
-  async function request(input: string, init: RequestInit = {}): Promise<Response> {
+  /** readAuth false: a write with its own token; a 401 then is about that token, not the session's. */
+  async function request(input: string, init: RequestInit = {}, readAuth = true): Promise<Response> {
     const ctl = new AbortController();
     const timer = setTimeout(() => ctl.abort(), timeoutMs);
     const outer = init.signal;
     outer?.addEventListener('abort', () => ctl.abort(), { once: true });
     let res: Response;
     try {
-      res = await doFetch(input, { ...init, signal: ctl.signal });
+      const headers = { ...(readAuth ? authHeaders(token()) : {}), ...(init.headers as Record<string, string> | undefined) };
+      res = await doFetch(input, { ...init, headers, signal: ctl.signal });
     } catch (err) {
       if (outer?.aborted) throw err;
       const why = ctl.signal.aborted ? 'request timed out' : 'network error';
@@ -74,7 +83,11 @@ export function createClient(options: ClientOptions = {}) {
     } finally {
       clearTimeout(timer);
     }
-    if (!res.ok) throw await toError(res);
+    if (!res.ok) {
+      const err = await toError(res);
+      if (err.status === 401 && readAuth) options.onUnauthorized?.(err.code);
+      throw err;
+    }
     return res;
   }
 
@@ -94,11 +107,19 @@ export function createClient(options: ClientOptions = {}) {
     async deleteReport(digest: string, token: string): Promise<void> {
       await request(url(`/reports/${seg(digest)}`), {
         method: 'DELETE',
-        headers: token ? { Authorization: `Bearer ${token}` } : {},
-      });
+        headers: authHeaders(token),
+      }, false);
     },
     bomUrl(digest: string): string {
       return url(`/reports/${seg(digest)}/bom`);
+    },
+    /** The raw CycloneDX BOM, fetched with the read token (a plain link cannot send it). */
+    async getBom(digest: string): Promise<Blob> {
+      return (await request(url(`/reports/${seg(digest)}/bom`))).blob();
+    },
+    /** Who the caller is and which namespaces it may read. */
+    getAccess(signal?: AbortSignal): Promise<Access> {
+      return json(url('/access'), { signal });
     },
     getVulnerability(id: string, signal?: AbortSignal): Promise<Vulnerability> {
       return json(url(`/vulnerabilities/${seg(id)}`), { signal });

@@ -122,4 +122,41 @@ describe('event stream', () => {
     expect(opened).toBe(1);
     expect(wss.clients.size).toBe(0);
   });
+
+  it('offers the subprotocols and stops for good on a 1008 the owner calls final', async () => {
+    const wss = await listen();
+    servers.push(wss);
+    const port = (wss.address() as AddressInfo).port;
+    const offered: string[] = [];
+    wss.on('connection', (ws, req) => offered.push(req.headers['sec-websocket-protocol'] ?? ''));
+    let opened = 0;
+    const reasons: string[] = [];
+    let final = false;
+    conn = connectEvents({
+      url: `ws://127.0.0.1:${port}/`,
+      WebSocket: WsClient as unknown as typeof WebSocket,
+      protocols: () => ['crowsnest.v1', 'base64url.bearer.authorization.k8s.io.dG9r'],
+      onMessage: () => {},
+      onState: (s) => s === 'open' && opened++,
+      onReconnect: () => {},
+      onPolicyClose: (reason) => {
+        reasons.push(reason);
+        return final;
+      },
+      minDelayMs: 10,
+      maxDelayMs: 20,
+    });
+    await until(() => opened === 1, 'open');
+    expect(offered[0].split(/, */)).toEqual(['crowsnest.v1', 'base64url.bearer.authorization.k8s.io.dG9r']);
+    // A slow client is closed with 1008 too: the owner says go on, it reconnects.
+    for (const c of wss.clients) c.close(1008, 'client too slow to keep up');
+    await until(() => opened === 2, 'reconnect after a non-final 1008');
+    final = true;
+    for (const c of wss.clients) c.close(1008, 'credentials no longer valid');
+    await until(() => reasons.length === 2, 'second 1008');
+    await new Promise((r) => setTimeout(r, 150));
+    expect(reasons).toEqual(['client too slow to keep up', 'credentials no longer valid']);
+    expect(opened).toBe(2);
+    expect(wss.clients.size).toBe(0);
+  });
 });

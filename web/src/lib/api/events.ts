@@ -11,6 +11,14 @@ export interface EventsOptions {
   onState: (state: ConnectionState) => void;
   /** A connection opened after an earlier one was lost: refetch, events may have been missed. */
   onReconnect: () => void;
+  /** Subprotocols to offer on each attempt (the bearer token travels in one, see auth.ts). */
+  protocols?: () => string[];
+  /**
+   * The server closed with 1008 (policy violation) and this reason; return
+   * true to stop for good (the credentials are no longer valid) instead of
+   * reconnecting (a client that was too slow is closed with 1008 too).
+   */
+  onPolicyClose?: (reason: string) => boolean;
   WebSocket?: typeof WebSocket;
   minDelayMs?: number;
   maxDelayMs?: number;
@@ -22,6 +30,8 @@ export interface EventsConnection {
   kick(): void;
   close(): void;
 }
+
+const POLICY_VIOLATION = 1008;
 
 const TYPES = new Set(['report.stored', 'report.deleted', 'scan.status', 'findings.changed']);
 
@@ -66,7 +76,8 @@ export function connectEvents(opts: EventsOptions): EventsConnection {
     opts.onState('connecting');
     let ws: WebSocket;
     try {
-      ws = new WS(opts.url);
+      const protocols = opts.protocols?.() ?? [];
+      ws = protocols.length ? new WS(opts.url, protocols) : new WS(opts.url);
     } catch {
       schedule();
       return;
@@ -84,10 +95,11 @@ export function connectEvents(opts: EventsOptions): EventsConnection {
       const msg = parseEvent(ev.data);
       if (msg) opts.onMessage(msg);
     };
-    ws.onclose = () => {
+    ws.onclose = (ev: CloseEvent) => {
       if (socket !== ws) return;
       socket = null;
       if (closed) return;
+      if (ev.code === POLICY_VIOLATION && opts.onPolicyClose?.(ev.reason ?? '')) closed = true;
       opts.onState('closed');
       schedule();
     };

@@ -244,8 +244,54 @@ export interface paths {
          *     --max-websocket-clients-per-ip flag; behind a proxy the address is
          *     the proxy's), the server at most 1,000 (--max-websocket-clients);
          *     both are checked before the upgrade.
+         *
+         *     With --read-auth=kubernetes the client authenticates at connect, with
+         *     an Authorization header or, from a browser, by offering the
+         *     subprotocols `crowsnest.v1` and
+         *     `base64url.bearer.authorization.k8s.io.<base64url token>` (the server
+         *     selects `crowsnest.v1`); it receives only events about images running
+         *     in its namespaces (all events with cluster-wide access), and is closed
+         *     with 1008 once its credentials are no longer valid (checked every 30 s
+         *     and at the token's expiry).
          */
         get: operations["streamEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workloads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Workloads running now (from the operator's inventory), each with its images and severity totals.
+         * @description Limited to the namespaces the caller may read; ordered by namespace, kind and name.
+         */
+        get: operations["listWorkloads"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/access": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Who the caller is and what it may read (with --read-auth=open, cluster). */
+        get: operations["getAccess"];
         put?: never;
         post?: never;
         delete?: never;
@@ -403,6 +449,18 @@ export interface components {
             /** @description Number of findings. */
             findings: number;
             scan?: components["schemas"]["ScanStatus"];
+            /** @description The workloads running this digest now (from the operator's inventory), limited to the namespaces the caller may read; empty when none does. */
+            runningIn?: components["schemas"]["RunningWorkload"][];
+        };
+        RunningWorkload: {
+            namespace: string;
+            /** @description Deployment, StatefulSet, DaemonSet, CronJob, Job, ReplicaSet, Pod, or the owner kind the operator found. */
+            kind: string;
+            name: string;
+            /** @description The workload's containers running this digest, sorted. */
+            containers: string[];
+            /** @description Running Pods of the workload with one of these containers on this digest (summed over containers). */
+            pods: number;
         };
         ReportList: {
             items: components["schemas"]["ReportSummary"][];
@@ -446,6 +504,7 @@ export interface components {
             dbSchema?: string;
             /** Format: date-time */
             matchedAt?: string;
+            runningIn?: components["schemas"]["RunningWorkload"][];
             cause: components["schemas"]["Cause"];
             counts: components["schemas"]["SeverityCounts"];
             fixable: number;
@@ -496,6 +555,39 @@ export interface components {
             severity: components["schemas"]["Severity"];
             /** @description Number of images carrying it. */
             images: number;
+        };
+        WorkloadList: {
+            items: components["schemas"]["WorkloadSummary"][];
+            /** @description More workloads matched than limit. */
+            truncated: boolean;
+        };
+        WorkloadSummary: {
+            namespace: string;
+            kind: string;
+            name: string;
+            counts: components["schemas"]["SeverityCounts"];
+            /** @description Fixable findings summed over the workload's scanned images. */
+            fixable: number;
+            images: components["schemas"]["WorkloadImage"][];
+        };
+        WorkloadImage: {
+            digest: components["schemas"]["Digest"];
+            /** @description The reference as written in the Pod spec. */
+            image: string;
+            containers: string[];
+            pods: number;
+            /** @description A report is stored for the digest. */
+            scanned: boolean;
+            counts?: components["schemas"]["SeverityCounts"];
+            fixable?: number;
+        };
+        Access: {
+            /** @description The authenticated user ("" with --read-auth=open). */
+            user: string;
+            /** @description May read every report, including images not running now. */
+            cluster: boolean;
+            /** @description With cluster false, the namespaces whose running images the caller may read, sorted; empty otherwise. */
+            namespaces: string[];
         };
         Stats: {
             images: number;
@@ -622,7 +714,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description No bearer token. */
+        /** @description No credentials (unauthorized, with WWW-Authenticate Bearer), or a read token that is invalid, expired or revoked (invalid_token). */
         Unauthorized: {
             headers: {
                 [name: string]: unknown;
@@ -720,6 +812,12 @@ export interface operations {
                 fixable?: boolean;
                 /** @description Case-insensitive text matched against the image reference or a vulnerability id (e.g. CVE-2024-1234). */
                 q?: string;
+                /** @description Only images running now in this namespace. */
+                namespace?: string;
+                /** @description Only images running now in this workload, as kind/name (e.g. Deployment/web); with namespace, in that namespace only. */
+                workload?: string;
+                /** @description all (default): every report the caller may read; true: only images some namespace runs now; false: only images no namespace runs (only callers with cluster-wide access have any). */
+                running?: "true" | "false" | "all";
                 /** @description Sort field, prefixed with "-" for descending. Default "-scannedAt". */
                 sort?: "critical" | "-critical" | "high" | "-high" | "medium" | "-medium" | "low" | "-low" | "scannedAt" | "-scannedAt" | "image" | "-image";
             };
@@ -739,6 +837,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -765,6 +864,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             413: components["responses"]["TooLarge"];
             503: components["responses"]["Unavailable"];
         };
@@ -798,6 +898,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -898,6 +999,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -929,6 +1031,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -992,6 +1095,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1015,6 +1119,7 @@ export interface operations {
                     "application/json": components["schemas"]["Vulnerability"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -1041,6 +1146,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1062,6 +1168,7 @@ export interface operations {
                     "application/json": components["schemas"]["Stats"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1081,6 +1188,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             /** @description Upgrade required (not a WebSocket request). */
             426: {
@@ -1090,6 +1198,56 @@ export interface operations {
                 content?: never;
             };
             429: components["responses"]["TooManyConnections"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listWorkloads: {
+        parameters: {
+            query?: {
+                namespace?: string;
+                /** @description Only workloads running at least one image with a finding of this severity or worse. */
+                minSeverity?: components["schemas"]["Severity"];
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The workloads. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkloadList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getAccess: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's read scope. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Access"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
             503: components["responses"]["Unavailable"];
         };
     };

@@ -27,6 +27,8 @@ export type ChangedFinding = Schemas['ChangedFinding'];
 export type FindingsChanged = Schemas['FindingsChanged'];
 export type EventType = Schemas['EventType'];
 export type ApiErrorBody = Schemas['Error'];
+export type RunningWorkload = Schemas['RunningWorkload'];
+export type Access = Schemas['Access'];
 
 export type ReportQuery = NonNullable<operations['listReports']['parameters']['query']>;
 export type ReportSort = NonNullable<ReportQuery['sort']>;

@@ -1,0 +1,77 @@
+package events
+
+import (
+	"context"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
+)
+
+// inventoryConsumerConfig is the inventory consumer: the scan-status
+// consumer's settings (unlimited deliveries, NAK with a growing delay,
+// invalid events terminated) on crowsnest.inventory.snapshot.
+func (b *Bus) inventoryConsumerConfig() jetstream.ConsumerConfig {
+	c := b.consumerConfig()
+	c.Durable = InventoryDurable
+	c.Description = "results-api workload inventory from the operator's snapshots"
+	c.FilterSubjects = []string{evv1.SubjectInventorySnapshot}
+	return c
+}
+
+// inventory turns a validated inventory.snapshot event into the store's
+// Inventory.
+func inventory(ev evv1.Event) (store.Inventory, error) {
+	var p evv1.InventorySnapshot
+	if err := ev.Decode(&p); err != nil {
+		return store.Inventory{}, err
+	}
+	inv := store.Inventory{Namespace: p.Namespace, Labels: p.Labels, Truncated: p.Truncated, EventID: ev.ID, Time: ev.Time.UTC()}
+	for _, w := range p.Workloads {
+		for _, c := range w.Containers {
+			inv.Entries = append(inv.Entries, store.InventoryEntry{Kind: w.Kind, Name: w.Name, Container: c.Name,
+				Digest: c.Digest, Image: c.Image, Init: c.Init, Pods: c.Pods})
+		}
+	}
+	return inv, nil
+}
+
+// handleInventory applies one namespace's snapshot: an older or
+// redelivered one is acknowledged without effect (the store compares event
+// times), a failed apply is NAKed and redelivered.
+func (b *Bus) handleInventory(ctx context.Context, m jetstream.Msg) {
+	subject := m.Subject()
+	ev, err := parse(subject, m.Data())
+	if err != nil {
+		_ = m.Term()
+		b.rejected(subject, ev, err)
+		return
+	}
+	inv, err := inventory(ev)
+	if err != nil {
+		b.poison(m, subject, err)
+		return
+	}
+	hctx, cancel := context.WithTimeout(ctx, b.o.HandlerTimeout)
+	applied, err := b.o.Store.ApplyInventory(hctx, inv)
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		_ = m.Nak()
+		return
+	}
+	if err != nil {
+		delay := b.redelivery(m)
+		b.o.Metrics.EventsFailed.WithLabelValues(subject, "consume").Inc()
+		b.o.Logger.Warn("apply inventory, will redeliver", "subject", subject, "namespace", inv.Namespace,
+			"retry_in", delay.String(), "error", err)
+		_ = m.NakWithDelay(delay)
+		return
+	}
+	if applied && b.o.OnInventory != nil {
+		b.o.OnInventory(inv.Namespace)
+	}
+	b.o.Metrics.EventsConsumed.WithLabelValues(subject).Inc()
+	_ = m.Ack()
+}
