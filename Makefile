@@ -159,7 +159,7 @@ bench-e2e: stack-deps ## Scale benchmark on the local stack (1,000 Pods, 300 dig
 stack-deps: kube-assets pg-install
 	hack/tools.sh kwok nats-server grype
 	@if [[ -f web/package.json ]]; then $(MAKE) --no-print-directory build-web; fi
-	$(MAKE) --no-print-directory build-operator build-results-api build-uploader build-matcher
+	$(MAKE) --no-print-directory build-operator build-results-api build-uploader build-matcher build-notifier
 	cd test/stack && CGO_ENABLED=0 go build -trimpath -o $(BIN)/stack ./cmd/stack
 
 .PHONY: bench

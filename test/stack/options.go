@@ -14,6 +14,7 @@ type Binaries struct {
 	KubeAssets, Kwok, NATS         string
 	ResultsAPI, Operator, Uploader string
 	Grype, Vulndb, Matcher         string
+	Notifier                       string
 }
 
 // Options configure a stack.
@@ -87,6 +88,7 @@ func (o *Options) defaults() error {
 	def(&o.Bin.Grype, filepath.Join(bin, "grype"))
 	def(&o.Bin.Vulndb, filepath.Join(bin, "vulndb"))
 	def(&o.Bin.Matcher, filepath.Join(bin, "matcher"))
+	def(&o.Bin.Notifier, filepath.Join(bin, "notifier"))
 	def(&o.RegistryAddr, "127.0.0.1:0")
 	def(&o.APIAddr, "127.0.0.1:0")
 	def(&o.UploadToken, "serviceaccount")
@@ -119,7 +121,7 @@ func (o *Options) defaults() error {
 func (o *Options) missing() []string {
 	need := []string{filepath.Join(o.Bin.KubeAssets, "kube-apiserver"), o.Bin.Kwok}
 	if !o.ClusterOnly {
-		need = append(need, o.Bin.NATS, o.Bin.ResultsAPI, o.Bin.Operator, o.Bin.Uploader, o.Bin.Grype, o.Bin.Matcher)
+		need = append(need, o.Bin.NATS, o.Bin.ResultsAPI, o.Bin.Operator, o.Bin.Uploader, o.Bin.Grype, o.Bin.Matcher, o.Bin.Notifier)
 		if !o.OnlineDB {
 			need = append(need, o.Bin.Vulndb)
 		}

@@ -51,6 +51,10 @@ type Stack struct {
 	Operator *services.Operator
 	Executor *executor.Executor
 	Matcher  *services.Matcher
+	// Notifier sends what it notifies (high and critical, every namespace)
+	// to Notifications, a webhook receiver in the stack.
+	Notifier      *services.Notifier
+	Notifications *services.Sink
 	// operatorTokenFile holds the operator's lookup token (read auth
 	// kubernetes).
 	operatorTokenFile string
@@ -189,6 +193,25 @@ func (s *Stack) startServices(ctx, bg context.Context) error {
 		return err
 	}
 	s.closers = append(s.closers, s.Operator.Stop)
+	return s.startNotifier(ctx)
+}
+
+// startNotifier runs the notifier, as another tool on the public events,
+// with the stack's webhook receiver.
+func (s *Stack) startNotifier(ctx context.Context) error {
+	sink, err := services.StartSink()
+	if err != nil {
+		return err
+	}
+	s.Notifications = sink
+	s.closers = append(s.closers, sink.Close)
+	n := &services.Notifier{Binary: s.Options.Bin.Notifier, LogDir: s.Options.StateDir, StateDir: s.Options.StateDir,
+		NATSURL: s.NATS.URL(), NATSPasswordFile: s.NATS.PasswordFile(eventsv1.UserNotifier), DashboardURL: s.URL(), Sink: sink}
+	if err := n.Start(ctx); err != nil {
+		return err
+	}
+	s.Notifier = n
+	s.closers = append(s.closers, n.Stop)
 	return nil
 }
 

@@ -22,6 +22,7 @@ func (s *Stack) PrintSummary(w io.Writer, took time.Duration) {
 			s.NATS.URL(), s.NATS.URL(), s.NATS.PasswordFile(eventsv1.UserReader))
 		fmt.Fprintf(&b, "  Postgres      %s\n", s.Postgres.URL)
 		fmt.Fprintf(&b, "  Operator      metrics %s\n", s.Operator.MetricsURL())
+		fmt.Fprintf(&b, "  Notifier      high and critical findings → %s  (what it sent, as JSON)\n", s.Notifications.Address())
 		fmt.Fprintf(&b, "  Matcher       %s   (scan Pods fetch Grype's DB here; %s/metrics)\n", s.Matcher.VulnDBURL(), s.Matcher.URL())
 		if s.Options.HoldBackAdvisories && s.Options.DBUpdateAfter > 0 {
 			fmt.Fprintf(&b, "                in %s a newer DB publishes %s: watch %s/changes\n", s.Options.DBUpdateAfter, strings.Join(DemoAdvisories, " and "), s.URL())

@@ -39,7 +39,7 @@ func run(m *testing.M) int {
 		JobTTL:        2 * time.Minute,
 		UploadToken:   os.Getenv("CROWSNEST_E2E_UPLOAD_TOKEN"),
 		StateDir:      os.Getenv("CROWSNEST_E2E_STATE_DIR"),
-		Namespaces:    append([]string{"e2e-scan", "e2e-fail", "e2e-rescan", "e2e-resilience", "e2e-trust", "e2e-wave", "e2e-outage", "e2e-matcher"}, append(clusterScannerNamespaces, benchNamespaces()...)...),
+		Namespaces:    append([]string{"e2e-scan", "e2e-fail", "e2e-rescan", "e2e-resilience", "e2e-trust", "e2e-wave", "e2e-outage", "e2e-matcher", "e2e-notify"}, append(clusterScannerNamespaces, benchNamespaces()...)...),
 	}
 	start := time.Now()
 	s, err := stack.Start(ctx, o, log)
