@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -67,11 +68,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if limit > 0 {
 		ctrl.Log.Info("go memory limit set", "bytes", limit, "from", source)
 	}
-	cfg, err := kubeconfig()
+	cfg, err := restConfig(o.Kubeconfig, kubeconfig)
 	if err != nil {
 		return fmt.Errorf("kubernetes client config: %w", err)
 	}
 	return start(ctx, cfg, o)
+}
+
+// restConfig is the API server connection: the --kubeconfig file when
+// given (controller-runtime's convention), else fallback (KUBECONFIG, the
+// in-cluster config, ~/.kube/config).
+func restConfig(path string, fallback func() (*rest.Config, error)) (*rest.Config, error) {
+	if path != "" {
+		return clientcmd.BuildConfigFromFlags("", path)
+	}
+	return fallback()
 }
 
 // start builds the manager and the Scanner controller (controller.Setup)

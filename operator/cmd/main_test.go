@@ -7,6 +7,8 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -213,5 +215,37 @@ func TestLogScope(t *testing.T) {
 	logScope(zap.New(zap.WriteTo(&out)), Options{MetricsAddr: ":8080", MetricsSecure: true, WatchNamespaces: namespaceList{"team-a"}})
 	if s := out.String(); strings.Contains(s, "ClusterRole") || strings.Contains(s, "plain HTTP") || !strings.Contains(s, `"namespaces":["team-a"]`) {
 		t.Errorf("namespaced, secure: logs\n%s", s)
+	}
+}
+
+// TestKubeconfigFlag: --kubeconfig FILE (controller-runtime's convention)
+// picks the API server of that file; without it the default loading rules
+// apply.
+func TestKubeconfigFlag(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(file, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: abc}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := restConfig(file, noKube)
+	if err != nil || cfg.Host != "https://127.0.0.1:6443" || cfg.BearerToken != "abc" {
+		t.Fatalf("--kubeconfig: %+v, %v", cfg, err)
+	}
+	if _, err := restConfig("", noKube); err == nil || !strings.Contains(err.Error(), "no cluster") {
+		t.Fatalf("without --kubeconfig the default rules are not used: %v", err)
+	}
+	if _, err := restConfig(filepath.Join(t.TempDir(), "missing"), noKube); err == nil {
+		t.Fatal("a missing --kubeconfig file is accepted")
+	}
+	var o Options
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	o.BindFlags(fs)
+	if err := fs.Parse([]string{"--kubeconfig", file}); err != nil || o.Kubeconfig != file {
+		t.Fatalf("--kubeconfig parsed as %q: %v", o.Kubeconfig, err)
 	}
 }

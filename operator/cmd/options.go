@@ -43,6 +43,7 @@ type Options struct {
 	Inventory               bool
 	GrypeImage              string
 	VulnDBURL               string
+	Kubeconfig              string
 	UploaderImage           string
 	ScanServiceAccount      string
 	OperatorNamespace       string
@@ -81,6 +82,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.PublishTimeout, "publish-timeout", 5*time.Second, "timeout of one event publish")
 	fs.DurationVar(&o.PublishRetry, "publish-retry", 15*time.Second, "wait before retrying undelivered events")
 	fs.BoolVar(&o.Inventory, "inventory", true, "publish crowsnest.inventory.snapshot: per namespace, which workloads run which digests (needs --nats-url; list and watch of ReplicaSets, Jobs and, cluster-wide, Namespaces)")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig file (default: the KUBECONFIG variable, the in-cluster config, then ~/.kube/config)")
 	fs.StringVar(&o.VulnDBURL, "vulndb-url", "", "base URL scan Jobs fetch Grype's vulnerability DB from (GRYPE_DB_UPDATE_URL), e.g. the matcher's http://crowsnest-matcher:8080/vulndb (empty: every scan downloads it from Grype's public URL)")
 	fs.StringVar(&o.GrypeImage, "grype-image", scanjob.DefaultGrypeImage, "Grype image of scan Jobs (a Scanner's spec.grypeImage wins)")
 	fs.StringVar(&o.UploaderImage, "uploader-image", "", "uploader image of scan Jobs (required)")
