@@ -180,6 +180,10 @@ bench-operator-rss: kube-assets pg-install ## The operator binary as a separate 
 lint: tool-golangci-lint ## Lint every Go module with the shared config.
 	for m in $(GO_MODULES); do (cd $$m && echo "lint $$m" && GOWORK=off golangci-lint run --allow-parallel-runners --config $(ROOT)/.golangci.yml ./...); done
 
+.PHONY: lint-openapi
+lint-openapi: web-deps ## Lint results-api's OpenAPI document with Redocly CLI's recommended rules (any error fails).
+	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true web/node_modules/.bin/redocly lint --config redocly.yaml --format=summary results-api/api/openapi.yaml
+
 .PHONY: generate
 generate: generate-operator generate-results-api generate-web generate-chart ## Regenerate CRDs, deepcopy, OpenAPI types and the chart schema.
 
@@ -212,6 +216,7 @@ fixtures: ## Regenerate results-api/testdata/grype: real Grype output from offli
 .PHONY: verify
 verify: ## Fail when generated files are stale, go.mod files are untidy, or version pins disagree.
 	$(MAKE) generate
+	$(MAKE) lint-openapi
 	for m in $(GO_MODULES) $(GO_WRAPPER_MODULES); do (cd $$m && echo "tidy $$m" && GOWORK=off go mod tidy -diff); done
 	hack/verify-versions.sh
 	git diff --exit-code -- . ':(exclude)web/package-lock.json' || { echo "generated files are stale: run make generate and commit"; exit 1; }

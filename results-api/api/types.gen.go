@@ -349,7 +349,7 @@ type Finding struct {
 	Package  Package  `json:"package"`
 	Severity Severity `json:"severity"`
 
-	// Source Vulnerability source name (nvd
+	// Source Vulnerability source name (nvd, alpine, ...).
 	Source string  `json:"source"`
 	Url    *string `json:"url,omitempty"`
 }
@@ -504,7 +504,7 @@ type ReportSummary struct {
 	RunningIn *[]RunningWorkload `json:"runningIn,omitempty"`
 	Scan      *ScanStatus        `json:"scan,omitempty"`
 
-	// ScannedAt The BOM's metadata timestamp
+	// ScannedAt The BOM's metadata timestamp, or the upload time when absent.
 	ScannedAt time.Time `json:"scannedAt"`
 
 	// StoredAt When the server last received this report.
@@ -552,7 +552,7 @@ type ScanStatus struct {
 	Message   *string `json:"message,omitempty"`
 	Namespace string  `json:"namespace"`
 
-	// Reason Machine-readable failure reason (from job.done)
+	// Reason Machine-readable failure reason (from job.done), e.g. ImagePullFailed.
 	Reason    *string   `json:"reason,omitempty"`
 	Scanner   string    `json:"scanner"`
 	Status    ScanState `json:"status"`

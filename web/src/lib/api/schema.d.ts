@@ -411,7 +411,7 @@ export interface components {
             scanner: string;
             job: string;
             status: components["schemas"]["ScanState"];
-            /** @description Machine-readable failure reason (from job.done) */
+            /** @description Machine-readable failure reason (from job.done), e.g. ImagePullFailed. */
             reason?: string;
             message?: string;
             attempt: number;
@@ -424,7 +424,7 @@ export interface components {
             image: string;
             /**
              * Format: date-time
-             * @description The BOM's metadata timestamp
+             * @description The BOM's metadata timestamp, or the upload time when absent.
              */
             scannedAt: string;
             /**
@@ -479,7 +479,7 @@ export interface components {
         Finding: {
             /** @example CVE-2024-1234 */
             id: string;
-            /** @description Vulnerability source name (nvd */
+            /** @description Vulnerability source name (nvd, alpine, ...). */
             source: string;
             severity: components["schemas"]["Severity"];
             /** Format: double */
