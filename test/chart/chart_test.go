@@ -473,3 +473,58 @@ func TestProductionKnobs(t *testing.T) {
 		t.Errorf("%d workloads in the release namespace, want 6 (operator, results-api, matcher, notifier, NATS, Postgres)", seen)
 	}
 }
+
+// TestNameOverrides: with global.fullnameOverride every object, cluster-scoped
+// ones included, takes that prefix and every reference follows (the API
+// server accepts them all, and the NetworkPolicies still select the Pods);
+// with nameOverride the app.kubernetes.io/name label changes everywhere.
+func TestNameOverrides(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	objs, err := Template(ctx, repoRoot, releaseNS, "-f", "test/chart/testdata/values-notifier.yaml",
+		"--set", "global.fullnameOverride=cn", "--set", "global.nameOverride=vuln")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"Deployment/cn-operator", "Deployment/cn-results-api", "StatefulSet/cn-matcher", "Deployment/cn-notifier",
+		"ClusterRole/cn-operator", "ClusterRole/cn-view", "ClusterRole/cn-admin", "ValidatingAdmissionPolicy/cn-scan-identity"} {
+		if find(objs, id) == nil {
+			t.Errorf("%s not rendered", id)
+		}
+	}
+	for _, o := range objs {
+		// The scan ServiceAccount's name is its own value (global.scan.serviceAccount).
+		if name := o.GetName(); strings.HasPrefix(name, "crowsnest-") && name != "crowsnest-scan" {
+			t.Errorf("%s/%s keeps the release name", o.GetKind(), name)
+		}
+		if l := o.GetLabels()["app.kubernetes.io/name"]; l != "" && l != "vuln" {
+			t.Errorf("%s/%s: app.kubernetes.io/name %q", o.GetKind(), o.GetName(), l)
+		}
+	}
+	pol, err := LoadPolicies(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := components(t, objs)
+	if ok, err := pol.Allowed(c("operator"), c("results-api"), 8080); err != nil || !ok {
+		t.Errorf("operator -> results-api under the override: %v, %v", ok, err)
+	}
+	applier, err := NewApplier(apiCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{releaseNS, "team-a"} {
+		nsObj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
+		if err := applier.Apply(ctx, nsObj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
+		return boolInt(b.GetKind() == "CustomResourceDefinition") - boolInt(a.GetKind() == "CustomResourceDefinition")
+	})
+	for _, o := range objs {
+		if err := applier.DryRunApply(ctx, o); err != nil {
+			t.Errorf("API server rejected a rendered object: %v", err)
+		}
+	}
+}

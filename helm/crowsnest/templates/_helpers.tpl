@@ -4,14 +4,18 @@ global to one render). Callers pass a dict with "ctx" (the root context) and,
 where needed, "component".
 */}}
 
-{{/* crowsnest.name: <release>-<component>, at most 63 characters. */}}
+{{/*
+crowsnest.name: <release>-<component> (global.fullnameOverride instead of
+the release name when set), at most 63 characters. Cluster-scoped objects
+carry it too, so two releases never collide.
+*/}}
 {{- define "crowsnest.name" -}}
-{{- printf "%s-%s" .ctx.Release.Name .component | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" (.ctx.Values.global.fullnameOverride | default .ctx.Release.Name) .component | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{/* crowsnest.selectorLabels: the labels a component's Service and workload select on. */}}
 {{- define "crowsnest.selectorLabels" -}}
-app.kubernetes.io/name: crowsnest
+app.kubernetes.io/name: {{ .ctx.Values.global.nameOverride | default "crowsnest" }}
 app.kubernetes.io/instance: {{ .ctx.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}

@@ -15,6 +15,8 @@ type Values struct {
 
 // Global values are shared with every subchart.
 type Global struct {
+	NameOverride     string         `json:"nameOverride" jsonschema:"description=app.kubernetes.io/name of every object (default crowsnest),pattern=^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$,maxLength=40"`
+	FullnameOverride string         `json:"fullnameOverride" jsonschema:"description=Prefix of every object's name instead of the release name,pattern=^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$,maxLength=40"`
 	ImagePullSecrets []string       `json:"imagePullSecrets" jsonschema:"description=Names of pull Secrets for every Crowsnest Pod"`
 	NATS             ExternalNATS   `json:"nats"`
 	ResultsAPI       GlobalAPI      `json:"resultsApi" jsonschema:"description=results-api settings the operator needs too"`
