@@ -99,6 +99,7 @@ bench-results-api: pg-install ## results-api benchmarks: ingest, lookup, queries
 	cd results-api && go test -run '^$$' -bench 'Ingest/(constructed-5MB|grype-large$$)' -benchtime 30x -timeout 20m ./bench/
 	cd results-api && go test -run '^$$' -bench 'WebSocket' -benchtime 300x -timeout 10m ./bench/
 	cd results-api && go test -run '^$$' -bench 'MemoryUnderLoad' -benchtime 1x -timeout 30m ./bench/
+	cd results-api && go test -run '^$$' -bench 'Export|ScopedList' -benchtime 20x -timeout 20m ./bench/
 
 .PHONY: test-uploader
 test-uploader: pg-install ## Uploader tests against a real results-api.

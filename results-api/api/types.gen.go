@@ -109,21 +109,42 @@ func (e Severity) Valid() bool {
 	}
 }
 
+// Defines values for ListFindingsCSVParamsRunning.
+const (
+	ListFindingsCSVParamsRunningAll   ListFindingsCSVParamsRunning = "all"
+	ListFindingsCSVParamsRunningFalse ListFindingsCSVParamsRunning = "false"
+	ListFindingsCSVParamsRunningTrue  ListFindingsCSVParamsRunning = "true"
+)
+
+// Valid indicates whether the value is a known member of the ListFindingsCSVParamsRunning enum.
+func (e ListFindingsCSVParamsRunning) Valid() bool {
+	switch e {
+	case ListFindingsCSVParamsRunningAll:
+		return true
+	case ListFindingsCSVParamsRunningFalse:
+		return true
+	case ListFindingsCSVParamsRunningTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListReportsParamsRunning.
 const (
-	All   ListReportsParamsRunning = "all"
-	False ListReportsParamsRunning = "false"
-	True  ListReportsParamsRunning = "true"
+	ListReportsParamsRunningAll   ListReportsParamsRunning = "all"
+	ListReportsParamsRunningFalse ListReportsParamsRunning = "false"
+	ListReportsParamsRunningTrue  ListReportsParamsRunning = "true"
 )
 
 // Valid indicates whether the value is a known member of the ListReportsParamsRunning enum.
 func (e ListReportsParamsRunning) Valid() bool {
 	switch e {
-	case All:
+	case ListReportsParamsRunningAll:
 		return true
-	case False:
+	case ListReportsParamsRunningFalse:
 		return true
-	case True:
+	case ListReportsParamsRunningTrue:
 		return true
 	default:
 		return false
@@ -692,6 +713,33 @@ type ListChangesParams struct {
 	MinSeverity *Severity `form:"minSeverity,omitempty" json:"minSeverity,omitempty"`
 	Cause       *Cause    `form:"cause,omitempty" json:"cause,omitempty"`
 }
+
+// ListFindingsCSVParams defines parameters for ListFindingsCSV.
+type ListFindingsCSVParams struct {
+	// Limit The most rows to send.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// MinSeverity Only findings of this severity or worse.
+	MinSeverity *Severity `form:"minSeverity,omitempty" json:"minSeverity,omitempty"`
+
+	// Fixable When true, only findings with a fixed version.
+	Fixable *bool `form:"fixable,omitempty" json:"fixable,omitempty"`
+
+	// Q Case-insensitive text matched against the image reference or a vulnerability id (e.g. CVE-2024-1234); keeps every finding of the matching images.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Namespace Only images running now in this namespace.
+	Namespace *string `form:"namespace,omitempty" json:"namespace,omitempty"`
+
+	// Workload Only images running now in this workload, as kind/name (e.g. Deployment/web); with namespace, in that namespace only.
+	Workload *string `form:"workload,omitempty" json:"workload,omitempty"`
+
+	// Running true (default): only images some namespace runs now; false: only images no namespace runs; all: both.
+	Running *ListFindingsCSVParamsRunning `form:"running,omitempty" json:"running,omitempty"`
+}
+
+// ListFindingsCSVParamsRunning defines parameters for ListFindingsCSV.
+type ListFindingsCSVParamsRunning string
 
 // ListReportsParams defines parameters for ListReports.
 type ListReportsParams struct {

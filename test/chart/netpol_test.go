@@ -67,6 +67,7 @@ func TestNetworkPolicyFlows(t *testing.T) {
 			{app, scanPod, 8080, false}, // scan Pods accept nothing
 			{prometheus, op, 8080, true},
 			{prometheus, api, 8080, true},
+			{prometheus, api, 9090, true}, // /metrics on its own port
 			{prometheus, op, 8081, false}, // health port is for the kubelet only
 			{ingress, api, 8080, true},
 			{other, api, 8080, true}, // browsers through a port-forward or a Service
@@ -160,15 +161,7 @@ func TestNetworkPolicyFlows(t *testing.T) {
 			if !tc.external {
 				flows = append(flows, bundled(c)...)
 			}
-			for _, f := range flows {
-				got, err := pol.Allowed(f.from, f.to, f.port)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got != f.want {
-					t.Errorf("%s -> %s:%d allowed = %v, want %v", f.from, f.to, f.port, got, f.want)
-				}
-			}
+			checkFlows(t, pol, flows)
 		})
 	}
 }
@@ -229,7 +222,7 @@ func TestPoliciesSemantics(t *testing.T) {
 	webB := Endpoint{Name: "web", Namespace: "b", Labels: web}
 	webC := Endpoint{Name: "web", Namespace: "c", Labels: web}
 	dbB := Endpoint{Name: "db", Namespace: "b", Labels: db}
-	for _, f := range []flow{
+	checkFlows(t, pol, []flow{
 		{webA, dbA, 5432, true},
 		{webA, dbA, 5433, false},
 		{webB, dbA, 5432, false}, // podSelector alone: namespace a only
@@ -240,7 +233,14 @@ func TestPoliciesSemantics(t *testing.T) {
 		{webA, External("except", "10.1.2.3"), 443, false},
 		{webA, External("outside", "192.0.2.1"), 443, false},
 		{webA, dbA, 443, false},
-	} {
+	})
+}
+
+// checkFlows fails t for every flow the policies decide otherwise than
+// expected.
+func checkFlows(t *testing.T, pol *Policies, flows []flow) {
+	t.Helper()
+	for _, f := range flows {
 		got, err := pol.Allowed(f.from, f.to, f.port)
 		if err != nil {
 			t.Fatal(err)

@@ -93,8 +93,9 @@ func checkAPIServesTLS(t *testing.T, p PodTemplate, secret string) {
 	if !slices.Contains(c.VolumeMounts, corev1.VolumeMount{Name: "tls", MountPath: "/var/run/secrets/crowsnest/tls", ReadOnly: true}) {
 		t.Errorf("results-api mounts %+v, want tls read-only at /var/run/secrets/crowsnest/tls", c.VolumeMounts)
 	}
-	if len(c.Ports) != 1 || c.Ports[0].Name != "https" || c.Ports[0].ContainerPort != 8080 {
-		t.Errorf("results-api ports %+v, want https 8080", c.Ports)
+	// The API on https; /metrics alone on its own plain port (--metrics-listen).
+	if len(c.Ports) != 2 || c.Ports[0].Name != "https" || c.Ports[0].ContainerPort != 8080 || c.Ports[1].Name != "metrics" {
+		t.Errorf("results-api ports %+v, want https 8080 and metrics", c.Ports)
 	}
 	for name, probe := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
 		if g := probe.HTTPGet; g == nil || g.Scheme != corev1.URISchemeHTTPS || g.Port.StrVal != "https" {
@@ -134,18 +135,18 @@ func checkAPIService(t *testing.T, objs []*unstructured.Unstructured) {
 	if err := fromUnstructured(svc, &s); err != nil {
 		t.Fatal(err)
 	}
-	if p := s.Spec.Ports; len(p) != 1 || p[0].Name != "https" || p[0].Port != 443 || p[0].TargetPort.StrVal != "https" {
-		t.Errorf("results-api Service ports %+v, want https 443 to https", p)
+	if p := s.Spec.Ports; len(p) != 2 || p[0].Name != "https" || p[0].Port != 443 || p[0].TargetPort.StrVal != "https" || p[1].Name != "metrics" {
+		t.Errorf("results-api Service ports %+v, want https 443 to https, and metrics", p)
 	}
 	sm := find(objs, "ServiceMonitor/crowsnest-results-api")
 	if sm == nil {
 		t.Fatal("no results-api ServiceMonitor")
 	}
+	// Prometheus scrapes the metrics port, never the API port the Ingress
+	// routes to.
 	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
-	ep := eps[0].(map[string]any)
-	server, _, _ := unstructured.NestedString(ep, "tlsConfig", "serverName")
-	if ep["scheme"] != "https" || ep["port"] != "https" || server != apiHost {
-		t.Errorf("results-api ServiceMonitor endpoint %v, want https verified for %s", ep, apiHost)
+	if ep := eps[0].(map[string]any); len(eps) != 1 || ep["port"] != "metrics" {
+		t.Errorf("results-api ServiceMonitor endpoints %v, want the metrics port", eps)
 	}
 }
 

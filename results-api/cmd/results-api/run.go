@@ -37,19 +37,19 @@ import (
 
 // options are the binary's flags; each has a CROWSNEST_* environment default.
 type options struct {
-	listen, databaseURL, databaseURLFile, natsURL string
-	nats                                          eventsv1.Credentials
-	writeToken, writeTokenFile, uiDir, logLevel   string
-	origins, authMode, audience, allowedSAs       string
-	kubeconfig, rematchSAs, scanSA                string
-	readAuth, proxyUser, proxyGroups, proxyCIDRs  string
-	tlsCertFile, tlsKeyFile                       string
-	maxBOMBytes                                   int64
-	shutdownTimeout                               time.Duration
-	limits                                        httpapi.Limits
-	statementTimeout                              time.Duration
-	maxWSClients, maxWSClientsPerIP               int
-	reportRetention                               time.Duration
+	listen, metricsListen, databaseURL, databaseURLFile, natsURL string
+	nats                                                         eventsv1.Credentials
+	writeToken, writeTokenFile, uiDir, logLevel                  string
+	origins, authMode, audience, allowedSAs                      string
+	kubeconfig, rematchSAs, scanSA                               string
+	readAuth, proxyUser, proxyGroups, proxyCIDRs                 string
+	tlsCertFile, tlsKeyFile                                      string
+	maxBOMBytes                                                  int64
+	shutdownTimeout                                              time.Duration
+	limits                                                       httpapi.Limits
+	statementTimeout                                             time.Duration
+	maxWSClients, maxWSClientsPerIP                              int
+	reportRetention                                              time.Duration
 }
 
 // bindFlags registers every flag on fs with its CROWSNEST_* default from getenv.
@@ -61,6 +61,7 @@ func bindFlags(fs *flag.FlagSet, o *options, getenv func(string) string) {
 		return def
 	}
 	fs.StringVar(&o.listen, "listen", env("CROWSNEST_LISTEN", ":8080"), "address to serve HTTP on (env CROWSNEST_LISTEN)")
+	fs.StringVar(&o.metricsListen, "metrics-listen", env("CROWSNEST_METRICS_LISTEN", ""), "address to serve /metrics on, plain HTTP, instead of --listen (so an Ingress in front of the API never exposes it), e.g. :9090 (env CROWSNEST_METRICS_LISTEN)")
 	fs.StringVar(&o.databaseURL, "database-url", "", "Postgres URL, postgres://user:pass@host/db (env CROWSNEST_DATABASE_URL; a secret, never logged)")
 	fs.StringVar(&o.databaseURLFile, "database-url-file", env("CROWSNEST_DATABASE_URL_FILE", ""), "file holding the Postgres URL (env CROWSNEST_DATABASE_URL_FILE)")
 	fs.StringVar(&o.natsURL, "nats-url", env("CROWSNEST_NATS_URL", ""), "NATS URL; empty turns events off (env CROWSNEST_NATS_URL)")
@@ -230,7 +231,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	cfg := service.Config{DatabaseURL: o.databaseURL, NATSURL: o.natsURL, NATSConnect: natsConnect, WriteToken: o.writeToken,
+	cfg := service.Config{SeparateMetrics: o.metricsListen != "", DatabaseURL: o.databaseURL, NATSURL: o.natsURL, NATSConnect: natsConnect, WriteToken: o.writeToken,
 		MaxBOMBytes: o.maxBOMBytes, OriginPatterns: origins, UI: ui.Handler(uiFS), Logger: log,
 		Limits: o.limits, StatementTimeout: o.statementTimeout,
 		MaxWebSocketClients: o.maxWSClients, MaxWebSocketClientsPerAddr: o.maxWSClientsPerIP, ReportRetention: o.reportRetention}
@@ -286,6 +287,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	} else {
 		go func() { errc <- srv.Serve(ln) }()
+	}
+	if o.metricsListen != "" {
+		mln, err := net.Listen("tcp", o.metricsListen)
+		if err != nil {
+			return fmt.Errorf("metrics listen: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", svc.Metrics.Handler())
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		go func() { errc <- msrv.Serve(mln) }()
+		defer msrv.Close()
+		log.Info("serving metrics", "addr", mln.Addr().String())
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "tls", certs != nil, "events", o.natsURL != "", "max_bom_bytes", o.maxBOMBytes,
 		"ingest_memory_bytes", o.limits.IngestMemory, "read_memory_bytes", o.limits.ReadMemory, "max_findings", o.limits.MaxFindings)

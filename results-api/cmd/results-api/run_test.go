@@ -514,3 +514,40 @@ func TestTLSFlagsGoTogether(t *testing.T) {
 		t.Errorf("missing certificate files: %v, want a start-up error", err)
 	}
 }
+
+// TestMetricsOnTheirOwnListener: with --metrics-listen, /metrics is served
+// there and no longer on --listen, so an Ingress routed to the API port
+// cannot expose it.
+func TestMetricsOnTheirOwnListener(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("tok-metrics-listen\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CROWSNEST_DATABASE_URL": pgtest.NewDatabase(t), "CROWSNEST_WRITE_TOKEN_FILE": tokenFile}
+	base, logs, stop := started(t, []string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, env)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	var metricsAddr string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var rec struct{ Msg, Addr string }
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "serving metrics" {
+			metricsAddr = rec.Addr
+		}
+	}
+	if metricsAddr == "" {
+		t.Fatalf("no metrics listener logged:\n%s", logs)
+	}
+	if code, body := get(t, "http://"+metricsAddr+"/metrics"); code != http.StatusOK || !strings.Contains(body, "crowsnest_results_api_") {
+		t.Fatalf("/metrics on the metrics listener: %d", code)
+	}
+	// The dashboard's fallback may answer the path; the metrics must not.
+	if _, body := get(t, base+"/metrics"); strings.Contains(body, "crowsnest_results_api_") {
+		t.Fatal("/metrics still served on the API listener")
+	}
+	if code, _ := get(t, base+"/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz on the API listener: %d", code)
+	}
+}

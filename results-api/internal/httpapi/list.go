@@ -39,34 +39,14 @@ func intParam(r *http.Request, name string, def, max int) (int, error) {
 }
 
 func (s *Server) listReports(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	lq := store.ListQuery{Cursor: q.Get("cursor"), Text: q.Get("q"), Sort: q.Get("sort")}
-	var err error
-	if lq.Limit, err = intParam(r, "limit", defaultPage, maxPage); err != nil {
+	lq, err := listQuery(r)
+	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	if v := q.Get("minSeverity"); v != "" {
-		sev, ok := report.ParseSeverity(v)
-		if !ok || v == "unknown" || v == "none" {
-			writeError(w, r, badQuery("minSeverity must be critical, high, medium, low or negligible"))
-			return
-		}
-		lq.MinSeverity = sev
-	}
-	if v := q.Get("fixable"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			writeError(w, r, badQuery("fixable must be true or false"))
-			return
-		}
-		lq.FixableOnly = b
-	}
-	if len(lq.Text) > 200 {
-		writeError(w, r, badQuery("q is longer than 200 characters"))
-		return
-	}
-	if err := inventoryFilters(r, &lq); err != nil {
+	q := r.URL.Query()
+	lq.Cursor, lq.Sort = q.Get("cursor"), q.Get("sort")
+	if lq.Limit, err = intParam(r, "limit", defaultPage, maxPage); err != nil {
 		writeError(w, r, err)
 		return
 	}
@@ -85,6 +65,31 @@ func (s *Server) listReports(w http.ResponseWriter, r *http.Request) {
 		out.Items[i] = api.NewReportSummary(it)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// listQuery reads the filters of a report list: minSeverity, fixable, q
+// and the inventory filters (the fleet findings export takes the same).
+func listQuery(r *http.Request) (store.ListQuery, error) {
+	q := r.URL.Query()
+	lq := store.ListQuery{Text: q.Get("q")}
+	if v := q.Get("minSeverity"); v != "" {
+		sev, ok := report.ParseSeverity(v)
+		if !ok || v == "unknown" || v == "none" {
+			return lq, badQuery("minSeverity must be critical, high, medium, low or negligible")
+		}
+		lq.MinSeverity = sev
+	}
+	if v := q.Get("fixable"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return lq, badQuery("fixable must be true or false")
+		}
+		lq.FixableOnly = b
+	}
+	if len(lq.Text) > 200 {
+		return lq, badQuery("q is longer than 200 characters")
+	}
+	return lq, inventoryFilters(r, &lq)
 }
 
 // inventoryFilters reads the namespace, workload (kind/name) and running

@@ -18,7 +18,9 @@ func (s *Server) Routes() chi.Router {
 
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
-	r.Method(http.MethodGet, "/metrics", s.metricsHandler())
+	if !s.cfg.NoMetrics {
+		r.Method(http.MethodGet, "/metrics", s.metricsHandler())
+	}
 
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Get("/openapi.yaml", serveOpenAPI)
@@ -34,10 +36,13 @@ func (s *Server) Routes() chi.Router {
 				r.With(s.requireWriter).Delete("/", s.deleteReport)
 				read.With(deadline(lim.DownloadTimeout)).Get("/bom", s.getBOM)
 				read.Get("/changes", s.listDigestChanges)
+				read.With(deadline(lim.DownloadTimeout)).Get("/sarif", s.getSARIF)
+				read.With(deadline(lim.DownloadTimeout)).Get("/findings.csv", s.getReportCSV)
 				r.With(s.limitBody(vulnDBBodyLimit), updateOnly, s.requireWriter).Put("/vulndb", s.putVulnDB)
 			})
 		})
 		read.Get("/changes", s.listChanges)
+		read.With(deadline(lim.DownloadTimeout)).Get("/findings.csv", s.listFindingsCSV)
 		read.Get("/vulnerabilities/{id}", s.getVulnerability)
 		read.Get("/scans", s.listScans)
 		read.Get("/stats", s.getStats)

@@ -39,6 +39,10 @@ type Config struct {
 	// again (default DefaultReadRecheck).
 	ReadRecheck time.Duration
 	Metrics     *metrics.Metrics
+	// NoMetrics leaves /metrics out of the routes: it is served on a
+	// listener of its own (--metrics-listen), so an Ingress in front of the
+	// API never exposes it.
+	NoMetrics   bool
 	MaxBOMBytes int64
 	// Limits bound request time and the memory of uploads and downloads.
 	Limits Limits

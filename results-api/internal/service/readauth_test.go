@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/csv"
 	"encoding/json"
 	"io"
 	"net"
@@ -169,7 +170,7 @@ func (e *readEnv) expectVisible(who string, want []string, hdr ...string) {
 	}
 	check("list", digests)
 
-	for _, route := range []string{"", "/bom", "/changes"} {
+	for _, route := range []string{"", "/bom", "/changes", "/sarif", "/findings.csv"} {
 		var ok []string
 		for _, d := range []string{d1, d2, d3, d4, d5} {
 			code, b := e.get("/api/v1/reports/"+d+route, hdr...)
@@ -183,6 +184,22 @@ func (e *readEnv) expectVisible(who string, want []string, hdr ...string) {
 		}
 		check("report"+route, ok)
 	}
+
+	// The fleet CSV: one finding per image (apitest.SmallBOM), column 2
+	// the digest.
+	code, b = e.get("/api/v1/findings.csv?running=all", hdr...)
+	if code != http.StatusOK {
+		t.Fatalf("%s: findings.csv %d %s", who, code, b)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil || len(rows) == 0 {
+		t.Fatalf("%s: findings.csv: %v %s", who, err, b)
+	}
+	digests = nil
+	for _, r := range rows[1:] {
+		digests = append(digests, r[1])
+	}
+	check("findings.csv", digests)
 
 	var vuln struct{ Images []struct{ Digest string } }
 	digests = nil

@@ -41,8 +41,11 @@ type Config struct {
 	// Reads, when set, authorizes reads (the binary's
 	// --read-auth=kubernetes); nil serves them to anyone (open), which is
 	// what in-process harnesses of other modules rely on.
-	Reads       *ReadAuth
-	MaxBOMBytes int64
+	Reads *ReadAuth
+	// SeparateMetrics leaves /metrics out of Handler; the caller serves
+	// Metrics.Handler() on a listener of its own.
+	SeparateMetrics bool
+	MaxBOMBytes     int64
 	// Limits bound request time and the memory of uploads and downloads.
 	Limits httpapi.Limits
 	// StatementTimeout is Postgres' statement_timeout (0: the store's default).
@@ -166,7 +169,7 @@ func New(ctx context.Context, c Config) (*Service, error) {
 			Scopes: scopes, Proxy: c.Reads.Proxy, Now: c.Reads.Now}
 	}
 	api := httpapi.New(httpapi.Config{
-		Reads: reads, ReadRecheck: recheck, Store: st, Hub: h, Notifier: bus, Auth: auth, Metrics: m, MaxBOMBytes: c.MaxBOMBytes, Limits: c.Limits, UI: c.UI, Logger: c.Logger,
+		Reads: reads, ReadRecheck: recheck, Store: st, Hub: h, Notifier: bus, Auth: auth, Metrics: m, NoMetrics: c.SeparateMetrics, MaxBOMBytes: c.MaxBOMBytes, Limits: c.Limits, UI: c.UI, Logger: c.Logger,
 		Checks: checks(st, bus, c.NATSURL != ""),
 	})
 	svc := &Service{Handler: api.Handler(), Store: st, Hub: h, Bus: bus, Metrics: m, stopRetention: func() {}}

@@ -132,6 +132,51 @@ func (s *Store) ListReports(ctx context.Context, q ListQuery) (*ListPage, error)
 		return nil, fmt.Errorf("%w: unknown sort %q", ErrBadCursor, q.Sort)
 	}
 	desc := strings.HasPrefix(q.Sort, "-")
+	where, args := listFilters(ctx, q)
+	page := &ListPage{}
+	countSQL := "SELECT count(*) FROM reports r" + whereSQL(where)
+	if err := s.db.WithContext(ctx).Raw(countSQL, args...).Scan(&page.Total).Error; err != nil {
+		return nil, s.fail("count reports", err)
+	}
+	if q.Cursor != "" {
+		c, err := decodeCursor(q.Cursor, q.Sort)
+		if err != nil {
+			return nil, err
+		}
+		op := ">"
+		if desc {
+			op = "<"
+		}
+		where = append(where, fmt.Sprintf("(%s, r.digest) %s (?, ?)", col, op))
+		args = append(args, c.Value, c.Digest)
+	}
+	dir := "ASC"
+	if desc {
+		dir = "DESC"
+	}
+	sql := fmt.Sprintf("%s%s ORDER BY %s %s, r.digest %s LIMIT %d", listSelect, whereSQL(where), col, dir, dir, q.Limit+1)
+	var rows []listRow
+	if err := s.db.WithContext(ctx).Raw(sql, args...).Scan(&rows).Error; err != nil {
+		return nil, s.fail("list reports", err)
+	}
+	if len(rows) > q.Limit {
+		rows = rows[:q.Limit]
+		page.NextCursor = encodeCursor(q.Sort, field, rows[len(rows)-1])
+	}
+	page.Items = make([]report.Summary, len(rows))
+	for i, r := range rows {
+		page.Items[i] = r.summary()
+	}
+	if err := s.fillRunningIn(ctx, page.Items); err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+// listFilters is the WHERE of a report list (on reports r) for q's
+// filters and ctx's scope: shared by ListReports and the fleet findings
+// export, so that both select the same images.
+func listFilters(ctx context.Context, q ListQuery) ([]string, []any) {
 	var where []string
 	var args []any
 	if q.MinSeverity > report.Unknown {
@@ -171,45 +216,7 @@ func (s *Store) ListReports(ctx context.Context, q ListQuery) (*ListPage, error)
 		}
 		where = append(where, not+"EXISTS (SELECT 1 FROM inventory w WHERE w.digest = r.digest)")
 	}
-	where, args = addScope(ctx, "r.digest", where, args)
-	page := &ListPage{}
-	countSQL := "SELECT count(*) FROM reports r" + whereSQL(where)
-	if err := s.db.WithContext(ctx).Raw(countSQL, args...).Scan(&page.Total).Error; err != nil {
-		return nil, s.fail("count reports", err)
-	}
-	if q.Cursor != "" {
-		c, err := decodeCursor(q.Cursor, q.Sort)
-		if err != nil {
-			return nil, err
-		}
-		op := ">"
-		if desc {
-			op = "<"
-		}
-		where = append(where, fmt.Sprintf("(%s, r.digest) %s (?, ?)", col, op))
-		args = append(args, c.Value, c.Digest)
-	}
-	dir := "ASC"
-	if desc {
-		dir = "DESC"
-	}
-	sql := fmt.Sprintf("%s%s ORDER BY %s %s, r.digest %s LIMIT %d", listSelect, whereSQL(where), col, dir, dir, q.Limit+1)
-	var rows []listRow
-	if err := s.db.WithContext(ctx).Raw(sql, args...).Scan(&rows).Error; err != nil {
-		return nil, s.fail("list reports", err)
-	}
-	if len(rows) > q.Limit {
-		rows = rows[:q.Limit]
-		page.NextCursor = encodeCursor(q.Sort, field, rows[len(rows)-1])
-	}
-	page.Items = make([]report.Summary, len(rows))
-	for i, r := range rows {
-		page.Items[i] = r.summary()
-	}
-	if err := s.fillRunningIn(ctx, page.Items); err != nil {
-		return nil, err
-	}
-	return page, nil
+	return addScope(ctx, "r.digest", where, args)
 }
 
 func whereSQL(w []string) string {

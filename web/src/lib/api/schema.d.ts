@@ -98,6 +98,69 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/reports/{digest}/sarif": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Image manifest digest. */
+                digest: components["parameters"]["Digest"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The report's findings as a SARIF 2.1.0 log (GitHub code scanning, IDEs).
+         * @description One run whose tool.driver is "Crowsnest (Grype)" at the report's
+         *     Grype version, one rule per vulnerability id (shortDescription,
+         *     helpUri to the advisory when known, defaultConfiguration.level error
+         *     for critical and high, warning for medium, note otherwise, and
+         *     properties severity, cvss and security-severity: the CVSS score, or a
+         *     score in the severity's band when the report has none) and one result
+         *     per finding (message "<package> <version> is affected by <id>; fixed
+         *     in <versions>", the package's purl or the image as its location,
+         *     partialFingerprints stable across scans from the vulnerability id and
+         *     the package's name, version and type). Streamed: a response cut short
+         *     (deadline or storage error) ends without the closing brackets and
+         *     must be discarded.
+         */
+        get: operations["getReportSARIF"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reports/{digest}/findings.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Image manifest digest. */
+                digest: components["parameters"]["Digest"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The report's findings as CSV, one row each.
+         * @description RFC 4180 CSV with a header row: image, digest, vulnerability,
+         *     severity, package, version, type, fixed_in, cvss, namespaces,
+         *     workloads (the last two from where the image runs now, within the
+         *     caller's scope; lists joined with "; ", workloads as
+         *     namespace/Kind/name). A cell starting with =, +, -, @, a tab or a
+         *     carriage return is prefixed with a single quote (CSV injection).
+         *     Streamed: a response cut short ends without its final chunk.
+         */
+        get: operations["getReportFindingsCSV"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/reports/{digest}/changes": {
         parameters: {
             query?: never;
@@ -169,6 +232,32 @@ export interface paths {
          *     only such findings are listed with it (the counts stay complete).
          */
         get: operations["listChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/findings.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The findings of every image the caller may read, as CSV.
+         * @description The findings of the images GET /api/v1/reports would list with the
+         *     same filters (running images only unless running says otherwise),
+         *     in the columns of GET /api/v1/reports/{digest}/findings.csv, ordered
+         *     by digest. minSeverity and fixable keep only the findings that match.
+         *     At most limit rows: X-Crowsnest-Truncated says whether more findings
+         *     matched (counted before the first row is sent). Streamed: a response
+         *     cut short ends without its final chunk.
+         */
+        get: operations["listFindingsCSV"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1004,6 +1093,64 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    getReportSARIF: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Image manifest digest. */
+                digest: components["parameters"]["Digest"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The SARIF log (validated against the SARIF 2.1.0 JSON schema in tests). */
+            200: {
+                headers: {
+                    /** @description attachment with a file name from the digest. */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/sarif+json": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getReportFindingsCSV: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Image manifest digest. */
+                digest: components["parameters"]["Digest"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CSV file. */
+            200: {
+                headers: {
+                    /** @description attachment with a file name from the digest. */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listReportChanges: {
         parameters: {
             query?: {
@@ -1092,6 +1239,50 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ChangeList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listFindingsCSV: {
+        parameters: {
+            query?: {
+                /** @description The most rows to send. */
+                limit?: number;
+                /** @description Only findings of this severity or worse. */
+                minSeverity?: components["schemas"]["Severity"];
+                /** @description When true, only findings with a fixed version. */
+                fixable?: boolean;
+                /** @description Case-insensitive text matched against the image reference or a vulnerability id (e.g. CVE-2024-1234); keeps every finding of the matching images. */
+                q?: string;
+                /** @description Only images running now in this namespace. */
+                namespace?: string;
+                /** @description Only images running now in this workload, as kind/name (e.g. Deployment/web); with namespace, in that namespace only. */
+                workload?: string;
+                /** @description true (default): only images some namespace runs now; false: only images no namespace runs; all: both. */
+                running?: "true" | "false" | "all";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CSV file. */
+            200: {
+                headers: {
+                    /** @description attachment; filename="crowsnest-findings.csv". */
+                    "Content-Disposition"?: string;
+                    /** @description true when more findings matched than limit allowed. */
+                    "X-Crowsnest-Truncated"?: boolean;
+                    /** @description The limit applied. */
+                    "X-Crowsnest-Row-Limit"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -1,0 +1,97 @@
+package export
+
+import (
+	"bufio"
+	"encoding/csv"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
+)
+
+// CSVHeader is the first row of every findings CSV.
+var CSVHeader = []string{"image", "digest", "vulnerability", "severity", "package", "version", "type",
+	"fixed_in", "cvss", "namespaces", "workloads"}
+
+// A Row is one finding of one image and where the image runs.
+type Row struct {
+	Image, Digest string
+	Finding       *report.Finding
+	RunningIn     []report.Workload
+}
+
+// CSV writes findings as RFC 4180 CSV (encoding/csv), one row each after
+// CSVHeader. Cells that a spreadsheet would take for a formula are
+// defused (SafeCell). Multi-valued cells (fixed-in versions, namespaces,
+// workloads as namespace/Kind/name) are joined with "; ".
+type CSV struct {
+	bw     *bufio.Writer
+	w      *csv.Writer
+	record []string
+}
+
+// NewCSV writes the header on w and returns the writer of the rows.
+func NewCSV(w io.Writer) (*CSV, error) {
+	bw := bufio.NewWriterSize(w, 32<<10)
+	c := &CSV{bw: bw, w: csv.NewWriter(bw), record: make([]string, len(CSVHeader))}
+	return c, c.w.Write(CSVHeader)
+}
+
+// Row writes one finding.
+func (c *CSV) Row(r Row) error {
+	f := r.Finding
+	cvss := ""
+	if f.CVSSScore != nil {
+		cvss = strconv.FormatFloat(*f.CVSSScore, 'f', -1, 64)
+	}
+	namespaces, workloads := places(r.RunningIn)
+	rec := c.record
+	rec[0], rec[1], rec[2], rec[3] = r.Image, r.Digest, f.ID, f.Severity.String()
+	rec[4], rec[5], rec[6] = f.Package.Name, f.Package.Version, f.Package.Type
+	rec[7], rec[8], rec[9], rec[10] = strings.Join(f.FixedIn, "; "), cvss, namespaces, workloads
+	for i := range rec {
+		rec[i] = SafeCell(rec[i])
+	}
+	return c.w.Write(rec)
+}
+
+// Close flushes what is buffered.
+func (c *CSV) Close() error {
+	c.w.Flush()
+	if err := c.w.Error(); err != nil {
+		return err
+	}
+	return c.bw.Flush()
+}
+
+func places(ws []report.Workload) (namespaces, workloads string) {
+	if len(ws) == 0 {
+		return "", ""
+	}
+	ns := make([]string, 0, len(ws))
+	wl := make([]string, 0, len(ws))
+	for _, w := range ws {
+		ns = append(ns, w.Namespace)
+		wl = append(wl, w.Namespace+"/"+w.Kind+"/"+w.Name)
+	}
+	slices.Sort(ns)
+	ns = slices.Compact(ns)
+	return strings.Join(ns, "; "), strings.Join(wl, "; ")
+}
+
+// SafeCell defuses CSV injection (OWASP): a cell that starts with =, +,
+// -, @, a tab or a carriage return is prefixed with a single quote, so a
+// spreadsheet shows it as text instead of evaluating it. Package names
+// and versions come from scanned images, which anybody can build.
+func SafeCell(s string) string {
+	if s == "" {
+		return s
+	}
+	switch s[0] {
+	case '=', '+', '-', '@', '\t', '\r':
+		return "'" + s
+	}
+	return s
+}
