@@ -2,6 +2,7 @@ package v1
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -28,14 +29,34 @@ func StreamConfig() jetstream.StreamConfig {
 // this at start-up and on reconnect, and an update is a write on the server
 // (nats-server v2.15 races a stream update against a consumer being created
 // at the same moment).
+//
+// A missing stream is created, not "created or updated": two services
+// starting together both find it missing, and the second one's update would
+// land while the first creates its consumer. Only a stream whose
+// configuration really differs (an upgrade) is updated.
 func EnsureStream(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
 	want := StreamConfig()
-	if s, err := js.Stream(ctx, StreamName); err == nil && sameStream(s.CachedInfo().Config, want) {
+	s, err := js.Stream(ctx, StreamName)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		created, cerr := js.CreateStream(ctx, want)
+		if cerr == nil {
+			return created, nil
+		}
+		if !errors.Is(cerr, jetstream.ErrStreamNameAlreadyInUse) {
+			return nil, fmt.Errorf("create stream %s: %w", StreamName, cerr)
+		}
+		// Another service created it meanwhile, with another configuration.
+		s, err = js.Stream(ctx, StreamName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", StreamName, err)
+	}
+	if sameStream(s.CachedInfo().Config, want) {
 		return s, nil
 	}
-	s, err := js.CreateOrUpdateStream(ctx, want)
+	s, err = js.UpdateStream(ctx, want)
 	if err != nil {
-		return nil, fmt.Errorf("create or update stream %s: %w", StreamName, err)
+		return nil, fmt.Errorf("update stream %s: %w", StreamName, err)
 	}
 	return s, nil
 }
