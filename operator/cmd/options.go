@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
@@ -47,6 +48,8 @@ type Options struct {
 	UploaderImage           string
 	ScanServiceAccount      string
 	OperatorNamespace       string
+	ScanNetworkPolicy       string
+	ScanNetworkPolicyName   string
 	JobTTL                  time.Duration
 	RetryBackoff            time.Duration
 	RetryBackoffMax         time.Duration
@@ -57,6 +60,9 @@ type Options struct {
 	RescanJitter            float64
 	LogFormat               string
 	LogLevel                string
+
+	// scanNetworkPolicy is ScanNetworkPolicy's content, read by Validate.
+	scanNetworkPolicy *networkingv1.NetworkPolicySpec
 }
 
 // BindFlags registers every option on fs.
@@ -87,6 +93,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.GrypeImage, "grype-image", scanjob.DefaultGrypeImage, "Grype image of scan Jobs (a Scanner's spec.grypeImage wins)")
 	fs.StringVar(&o.UploaderImage, "uploader-image", "", "uploader image of scan Jobs (required)")
 	fs.StringVar(&o.ScanServiceAccount, "scan-service-account", "", "service account of scan Pods; its projected token authenticates the upload (default: the namespace's default)")
+	fs.StringVar(&o.ScanNetworkPolicy, "scan-network-policy", "", "file with the NetworkPolicy spec of scan Pods (YAML; podSelector exactly the scan Pods' labels), kept in every namespace a ClusterScanner covers (the chart renders it; empty: none)")
+	fs.StringVar(&o.ScanNetworkPolicyName, "scan-network-policy-name", "crowsnest-scan", "name of the scan NetworkPolicy in covered namespaces (one of this name the operator did not create is left as it is)")
 	fs.StringVar(&o.OperatorNamespace, "operator-namespace", "", "the operator's own namespace, which a ClusterScanner leaves out while its spec.excludeNamespaces is unset (the chart passes the Pod's namespace)")
 	fs.DurationVar(&o.JobTTL, "job-ttl", 2*time.Hour, "ttlSecondsAfterFinished of scan Jobs: at least --retry-backoff-max + 1m")
 	fs.DurationVar(&o.RetryBackoff, "retry-backoff", time.Minute, "wait after a failed scan; doubles per attempt")
@@ -137,6 +145,16 @@ func (o *Options) Validate() error {
 	if o.VulnDBURL != "" {
 		if u, err := url.Parse(o.VulnDBURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 			errs = append(errs, fmt.Errorf("--vulndb-url %q: want an http(s) URL without credentials, e.g. http://crowsnest-matcher:8080/vulndb", o.VulnDBURL))
+		}
+	}
+	if o.ScanNetworkPolicy != "" {
+		spec, err := controller.LoadScanNetworkPolicy(o.ScanNetworkPolicy)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--scan-network-policy: %w", err))
+		}
+		o.scanNetworkPolicy = spec
+		if msgs := validation.IsDNS1123Subdomain(o.ScanNetworkPolicyName); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--scan-network-policy-name %q: %s", o.ScanNetworkPolicyName, strings.Join(msgs, "; ")))
 		}
 	}
 	if o.StuckGrace < 0 {
@@ -202,9 +220,11 @@ func (o *Options) inventoryOptions() inventory.Options {
 }
 
 // clusterScannerOptions are the settings the ClusterScanner controller
-// applies: it keeps the scan service account in every namespace it covers.
+// applies: it keeps the scan service account and, when configured, the scan
+// NetworkPolicy in every namespace it covers.
 func (o *Options) clusterScannerOptions() controller.ClusterScannerOptions {
-	return controller.ClusterScannerOptions{ServiceAccount: o.ScanServiceAccount, OperatorNamespace: o.OperatorNamespace}
+	return controller.ClusterScannerOptions{ServiceAccount: o.ScanServiceAccount, OperatorNamespace: o.OperatorNamespace,
+		NetworkPolicy: o.scanNetworkPolicy, NetworkPolicyName: o.ScanNetworkPolicyName}
 }
 
 // readToken returns a function reading a bearer token file on each call.

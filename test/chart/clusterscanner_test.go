@@ -9,8 +9,12 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 )
 
 // clusterScannerArgs render the chart with a ClusterScanner over the
@@ -78,6 +82,8 @@ func TestClusterScannerChart(t *testing.T) {
 		perm("crowsnest.dev", "scanners", "create"), perm("crowsnest.dev", "scanners", "patch"), perm("crowsnest.dev", "scanners", "delete"),
 		perm("", "namespaces", "list"), perm("", "namespaces", "watch"),
 		perm("", "serviceaccounts", "create"), perm("", "serviceaccounts", "delete"), perm("", "serviceaccounts", "watch"),
+		perm("networking.k8s.io", "networkpolicies", "create"), perm("networking.k8s.io", "networkpolicies", "update"),
+		perm("networking.k8s.io", "networkpolicies", "delete"), perm("networking.k8s.io", "networkpolicies", "watch"),
 	}
 	for _, p := range need {
 		if !grants(role.Rules, p) {
@@ -124,10 +130,62 @@ func TestClusterScannerChart(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, p := range []permission{perm("", "namespaces", "list"), perm("", "serviceaccounts", "create"), perm("crowsnest.dev", "clusterscanners", "list"),
-			perm("crowsnest.dev", "clusterscanners/finalizers", "update"), perm("crowsnest.dev", "scanners", "create"), perm("crowsnest.dev", "scanners", "delete")} {
+			perm("crowsnest.dev", "clusterscanners/finalizers", "update"), perm("crowsnest.dev", "scanners", "create"), perm("crowsnest.dev", "scanners", "delete"),
+			perm("networking.k8s.io", "networkpolicies", "create"), perm("networking.k8s.io", "networkpolicies", "delete")} {
 			if grants(r.Rules, p) {
 				t.Errorf("%s of a namespaced operator grants %s", id, p)
 			}
 		}
+	}
+}
+
+// TestClusterScannerNetworkPolicyChart: with NetworkPolicies on, the
+// operator gets the scan Pods' policy (the same spec the chart renders into
+// global.scan.namespaces) from a mounted ConfigMap, to keep it in the
+// namespaces the ClusterScanner covers; without NetworkPolicies it gets
+// none.
+func TestClusterScannerNetworkPolicyChart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	objs, err := Template(ctx, repoRoot, releaseNS, append([]string{"--set", "global.networkPolicy.enabled=true",
+		"--set", "global.scan.namespaces={apps}"}, clusterScannerArgs...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := find(objs, "ConfigMap/crowsnest-scan-networkpolicy")
+	if cm == nil {
+		t.Fatal("ConfigMap/crowsnest-scan-networkpolicy not rendered")
+	}
+	raw, _, _ := unstructured.NestedString(cm.Object, "data", "spec.yaml")
+	var fromCM networkingv1.NetworkPolicySpec
+	if err := yaml.UnmarshalStrict([]byte(raw), &fromCM); err != nil {
+		t.Fatalf("spec.yaml: %v\n%s", err, raw)
+	}
+	var np networkingv1.NetworkPolicy
+	if err := fromUnstructured(find(objs, "NetworkPolicy/crowsnest-scan"), &np); err != nil {
+		t.Fatal(err)
+	}
+	if np.Namespace != "apps" || !equality.Semantic.DeepEqual(fromCM, np.Spec) {
+		t.Errorf("the operator's spec differs from the chart's scan policy in %q:\n%+v\n%+v", np.Namespace, fromCM, np.Spec)
+	}
+	operator := container(t, objs, "Deployment/crowsnest-operator")
+	for _, a := range []string{"--scan-network-policy=/etc/crowsnest/scan-networkpolicy/spec.yaml", "--scan-network-policy-name=crowsnest-scan"} {
+		if !slices.Contains(operator.Args, a) {
+			t.Errorf("operator args %q lack %s", operator.Args, a)
+		}
+	}
+	if !slices.ContainsFunc(operator.VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.Name == "scan-networkpolicy" && m.MountPath == "/etc/crowsnest/scan-networkpolicy" && m.ReadOnly
+	}) {
+		t.Errorf("operator mounts %+v lack the scan policy", operator.VolumeMounts)
+	}
+
+	objs, err = Template(ctx, repoRoot, releaseNS, append([]string{"--set", "global.networkPolicy.enabled=false"}, clusterScannerArgs...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if find(objs, "ConfigMap/crowsnest-scan-networkpolicy") != nil || slices.ContainsFunc(container(t, objs, "Deployment/crowsnest-operator").Args,
+		func(a string) bool { return strings.HasPrefix(a, "--scan-network-policy") }) {
+		t.Error("without NetworkPolicies the operator still gets a scan policy")
 	}
 }

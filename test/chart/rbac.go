@@ -240,7 +240,8 @@ func grants(rules []rbacv1.PolicyRule, p permission) bool {
 // cluster-scoped ones, in the ClusterRole of a namespaced operator.
 var ClusterWideOnly = []string{"/namespaces:*", "/serviceaccounts:*", "crowsnest.dev/clusterscanners:*",
 	"crowsnest.dev/clusterscanners/status:*", "crowsnest.dev/clusterscanners/finalizers:*",
-	"crowsnest.dev/scanners:create", "crowsnest.dev/scanners:update", "crowsnest.dev/scanners:patch", "crowsnest.dev/scanners:delete"}
+	"crowsnest.dev/scanners:create", "crowsnest.dev/scanners:update", "crowsnest.dev/scanners:patch", "crowsnest.dev/scanners:delete",
+	"networking.k8s.io/networkpolicies:*"}
 
 // WithoutPermissions returns rules without the permissions in drop (as
 // ClusterWideOnly), one rule per resource, leaving out rules with nothing

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,6 +48,11 @@ type ClusterScannerOptions struct {
 	// OperatorNamespace is the operator's own namespace, excluded unless a
 	// ClusterScanner sets spec.excludeNamespaces.
 	OperatorNamespace string
+	// NetworkPolicy is the scan NetworkPolicy's spec (--scan-network-policy,
+	// see LoadScanNetworkPolicy) kept in every covered namespace under the
+	// name NetworkPolicyName; nil keeps none.
+	NetworkPolicy     *networkingv1.NetworkPolicySpec
+	NetworkPolicyName string
 }
 
 // ClusterScannerReconciler keeps the Scanners and scan ServiceAccounts
@@ -70,6 +76,7 @@ type ClusterScannerReconciler struct {
 // +kubebuilder:rbac:groups=crowsnest.dev,resources=scanners,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
 
 // Reconcile observes every namespace, Scanner and ClusterScanner, decides
 // (planClusterScanner) and writes at most maxClusterWrites objects; the
@@ -141,6 +148,7 @@ func (r *ClusterScannerReconciler) observe(ctx context.Context, cs *crowsnestv1a
 		self: cs, namespaces: namespaces.Items, serviceAccount: r.Options.ServiceAccount,
 		scanners:        make(map[string][]*crowsnestv1alpha1.Scanner, len(namespaces.Items)),
 		serviceAccounts: map[string]*corev1.ServiceAccount{}, foreignServiceAccounts: r.recentForeignSAs(),
+		networkPolicy: r.Options.NetworkPolicy, networkPolicies: map[string]*networkingv1.NetworkPolicy{},
 	}
 	slices.SortFunc(obs.namespaces, func(a, b corev1.Namespace) int { return strings.Compare(a.Name, b.Name) })
 	for i := range all.Items {
@@ -172,6 +180,17 @@ func (r *ClusterScannerReconciler) observe(ctx context.Context, cs *crowsnestv1a
 		for i := range sas.Items {
 			if sa := &sas.Items[i]; sa.Name == r.Options.ServiceAccount {
 				obs.serviceAccounts[sa.Namespace] = sa
+			}
+		}
+	}
+	if r.Options.NetworkPolicy != nil {
+		var nps networkingv1.NetworkPolicyList
+		if err := r.List(ctx, &nps, client.MatchingLabels{scanjob.LabelManagedBy: scanjob.ManagedBy}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("list network policies: %w", err)
+		}
+		for i := range nps.Items {
+			if np := &nps.Items[i]; np.Name == r.Options.NetworkPolicyName {
+				obs.networkPolicies[np.Namespace] = np
 			}
 		}
 	}
@@ -217,6 +236,26 @@ func (r *ClusterScannerReconciler) act(ctx context.Context, cs *crowsnestv1alpha
 			return err
 		}})
 	}
+	for _, np := range p.deleteNPs {
+		ws = append(ws, write{"deleted NetworkPolicies", func() error { return r.deleteExact(ctx, np, np.UID) }})
+	}
+	for _, ns := range p.createNPs {
+		ws = append(ws, write{"created NetworkPolicies", func() error {
+			err := r.Create(ctx, scanNetworkPolicy(cs, r.Options.NetworkPolicyName, ns, r.Options.NetworkPolicy))
+			if apierrors.IsAlreadyExists(err) {
+				// Made a moment ago and not in the cache yet, or a
+				// tenant's of this name: theirs is not the operator's to
+				// change (the cache holds only labelled ones).
+				return errAlreadyThere
+			}
+			return err
+		}})
+	}
+	for _, u := range p.updateNPs {
+		ws = append(ws, write{"updated NetworkPolicies", func() error {
+			return client.IgnoreNotFound(r.Update(ctx, u.want))
+		}})
+	}
 	for _, u := range p.updateScanners {
 		ws = append(ws, write{"updated Scanners", func() error {
 			return client.IgnoreNotFound(r.Patch(ctx, u.want, client.MergeFrom(u.have)))
@@ -253,7 +292,8 @@ func (r *ClusterScannerReconciler) recordWrites(cs *crowsnestv1alpha1.ClusterSca
 		return
 	}
 	var parts []string
-	for _, k := range []string{"created ServiceAccounts", "created Scanners", "updated Scanners", "deleted Scanners", "deleted ServiceAccounts"} {
+	for _, k := range []string{"created ServiceAccounts", "created Scanners", "updated Scanners", "deleted Scanners", "deleted ServiceAccounts",
+		"created NetworkPolicies", "updated NetworkPolicies", "deleted NetworkPolicies"} {
 		if n := done[k]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s: %d", k, n))
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -88,6 +89,10 @@ type clusterObserved struct {
 	// serviceAccount is the scan ServiceAccount's name; empty: none is
 	// managed.
 	serviceAccount string
+	// networkPolicy is the scan NetworkPolicy's spec (nil: none is
+	// managed) and networkPolicies the operator's, by namespace.
+	networkPolicy   *networkingv1.NetworkPolicySpec
+	networkPolicies map[string]*networkingv1.NetworkPolicy
 }
 
 // clusterPlan is what a ClusterScanner reconcile writes, and the counts its
@@ -98,6 +103,9 @@ type clusterPlan struct {
 	createScanners []*crowsnestv1alpha1.Scanner
 	updateScanners []scannerUpdate
 	deleteScanners []*crowsnestv1alpha1.Scanner
+	createNPs      []string // namespaces
+	updateNPs      []networkPolicyUpdate
+	deleteNPs      []*networkingv1.NetworkPolicy
 
 	covered, overridden, conflicting int
 	// olderOwners are the ClusterScanners that cover some of this one's
@@ -113,15 +121,17 @@ type scannerUpdate struct{ have, want *crowsnestv1alpha1.Scanner }
 
 // writes is the number of API writes the plan needs.
 func (p *clusterPlan) writes() int {
-	return len(p.createSAs) + len(p.deleteSAs) + len(p.createScanners) + len(p.updateScanners) + len(p.deleteScanners)
+	return len(p.createSAs) + len(p.deleteSAs) + len(p.createScanners) + len(p.updateScanners) + len(p.deleteScanners) +
+		len(p.createNPs) + len(p.updateNPs) + len(p.deleteNPs)
 }
 
 // planClusterScanner decides, for every namespace, whether self generates
 // its Scanner there (covered, not claimed by an older ClusterScanner, no
 // Scanner of the namespace's own), keeps the scan ServiceAccount in the
-// namespaces it covers, and removes what it generated elsewhere. It also
-// removes the operator's scan ServiceAccounts from namespaces no
-// ClusterScanner covers. Pure: the same observation gives the same plan.
+// namespaces it covers (and the scan NetworkPolicy, when configured), and
+// removes what it generated elsewhere. It also removes the operator's scan
+// ServiceAccounts and NetworkPolicies from namespaces no ClusterScanner
+// covers. Pure: the same observation gives the same plan.
 func planClusterScanner(obs *clusterObserved, self coverage) *clusterPlan {
 	p := &clusterPlan{}
 	owners := map[string]bool{}
@@ -165,6 +175,7 @@ func planClusterScanner(obs *clusterObserved, self coverage) *clusterPlan {
 				p.overridden++
 			}
 		}
+		planNetworkPolicy(p, obs, ns.Name, covered, claimed, !ns.DeletionTimestamp.IsZero())
 		if obs.serviceAccount == "" {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -40,6 +41,10 @@ func SetupClusterScanner(mgr ctrl.Manager, opts ClusterScannerOptions) error {
 		b = b.Watches(&corev1.ServiceAccount{}, handler.EnqueueRequestsFromMapFunc(r.allClusterScanners),
 			builder.WithPredicates(scanServiceAccountDeleted(opts.ServiceAccount)))
 	}
+	if opts.NetworkPolicy != nil {
+		b = b.Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allClusterScanners),
+			builder.WithPredicates(scanNetworkPolicyChanged(opts.NetworkPolicyName)))
+	}
 	// One worker: ClusterScanners are few, and one at a time never races
 	// another over a namespace's ServiceAccount.
 	if err := b.WithOptions(controller.Options{MaxConcurrentReconciles: 1}).Named("clusterscanner").Complete(r); err != nil {
@@ -48,18 +53,19 @@ func SetupClusterScanner(mgr ctrl.Manager, opts ClusterScannerOptions) error {
 	return nil
 }
 
-// ClusterScannerCache restricts the ServiceAccount informer the
-// ClusterScanner controller starts to the ones the operator created, so
-// that the operator does not hold every ServiceAccount of the cluster.
+// ClusterScannerCache restricts the ServiceAccount and NetworkPolicy
+// informers the ClusterScanner controller starts to the ones the operator
+// created, so that the operator does not hold every ServiceAccount and
+// NetworkPolicy of the cluster.
 // Apply it to the manager's cache options (CacheOptions).
 func ClusterScannerCache(o cache.Options) cache.Options {
-	byObject := make(map[client.Object]cache.ByObject, len(o.ByObject)+1)
+	byObject := make(map[client.Object]cache.ByObject, len(o.ByObject)+2)
 	for k, v := range o.ByObject {
 		byObject[k] = v
 	}
-	byObject[&corev1.ServiceAccount{}] = cache.ByObject{
-		Label: labels.SelectorFromSet(labels.Set{scanjob.LabelManagedBy: scanjob.ManagedBy}),
-	}
+	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{scanjob.LabelManagedBy: scanjob.ManagedBy})}
+	byObject[&corev1.ServiceAccount{}] = ours
+	byObject[&networkingv1.NetworkPolicy{}] = ours
 	o.ByObject = byObject
 	return o
 }

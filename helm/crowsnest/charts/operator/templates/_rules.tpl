@@ -7,7 +7,8 @@ APIs, which are cluster-scoped, so only a ClusterRole grants them), plus
 A rule mixing both kinds of group is refused rather than guessed at.
 "namespaced" leaves out, one rule per resource, what only the ClusterScanner
 controller uses ($clusterWideOnly: "group/resource:verb", verb "*" for all):
-namespaces, ServiceAccounts, ClusterScanners and writing Scanners. It runs
+namespaces, ServiceAccounts, NetworkPolicies, ClusterScanners and writing
+Scanners. It runs
 only when the operator watches every namespace, and gets them only in
 "all" then. A verb the Scanner controller comes to need on one of these
 must leave this list.
@@ -18,7 +19,7 @@ must leave this list.
 {{- $clusterGroups := list "authentication.k8s.io" "authorization.k8s.io" -}}
 {{- $clusterWideOnly := list "/namespaces:*" "/serviceaccounts:*" "crowsnest.dev/clusterscanners:*" "crowsnest.dev/clusterscanners/status:*"
   "crowsnest.dev/clusterscanners/finalizers:*" "crowsnest.dev/scanners:create" "crowsnest.dev/scanners:update" "crowsnest.dev/scanners:patch"
-  "crowsnest.dev/scanners:delete" -}}
+  "crowsnest.dev/scanners:delete" "networking.k8s.io/networkpolicies:*" -}}
 {{- $namespaced := list -}}
 {{- $cluster := list -}}
 {{- range $role.rules -}}
