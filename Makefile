@@ -18,7 +18,7 @@ GO_TEST_FLAGS ?= -count=1 -race -timeout=20m
 # go.work (the chart tests and the tool modules) are built with GOWORK=off,
 # so all of them are, to test each module exactly as it builds alone.
 GO_MODULES := api operator/api operator results-api uploader matcher notifier kubectl-crowsnest kubectl-crowsnest/e2e test/support test/stack test/chart \
-  hack/tools/grype hack/tools/dockerfilecheck
+  hack/tools/grype hack/tools/imagebuild
 # Tool wrapper modules hold only a tools.go of blank imports: tidy-checked
 # (their dependency set is the cache key of the binaries), not linted.
 GO_WRAPPER_MODULES := hack/tools/kube hack/tools/etcd notifier/internal/amtest/tool
@@ -33,16 +33,26 @@ help: ## Show this help.
 
 ##@ Build
 
+# The build stamp of every binary (api/buildinfo: --version and the
+# crowsnest_build_info metric; the plugin's own internal/version). VERSION
+# and REVISION given to make win (make images passes each image's);
+# otherwise git describes the work tree.
+BUILD_VERSION := $(or $(if $(filter command line environment,$(origin VERSION)),$(VERSION)),$(shell git describe --tags --always --dirty 2>/dev/null),dev)
+BUILD_REVISION := $(or $(if $(filter command line environment,$(origin REVISION)),$(REVISION)),$(shell git rev-parse HEAD 2>/dev/null))
+stamp = -X $(1).Version=$(BUILD_VERSION)$(if $(BUILD_REVISION), -X $(1).Revision=$(BUILD_REVISION))
+GO_LDFLAGS := -s -w $(call stamp,github.com/crowsnest-dev/crowsnest/api/buildinfo)
+PLUGIN_LDFLAGS := -s -w $(call stamp,github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/version)
+
 .PHONY: build
 build: build-operator build-results-api build-uploader build-matcher build-notifier ## Build every component.
 
 .PHONY: build-operator
 build-operator: ## Build bin/operator.
-	cd operator && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(BIN)/operator ./cmd
+	cd operator && CGO_ENABLED=0 go build -trimpath -ldflags="$(GO_LDFLAGS)" -o $(BIN)/operator ./cmd
 
 .PHONY: build-results-api
 build-results-api: ## Build bin/results-api (embeds the web UI when web/dist exists).
-	cd results-api && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(BIN)/results-api ./cmd/results-api
+	cd results-api && CGO_ENABLED=0 go build -trimpath -ldflags="$(GO_LDFLAGS)" -o $(BIN)/results-api ./cmd/results-api
 
 .PHONY: build-web
 build-web: web-deps ## Build the dashboard (web/dist) and copy it into results-api's embedded UI.
@@ -57,24 +67,32 @@ web-deps: ## Install web/'s npm packages (npm ci) when package-lock.json is newe
 
 .PHONY: build-matcher
 build-matcher: ## Build bin/matcher (its own module, outside go.work: Grype's dependency tree stays there).
-	cd matcher && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(BIN)/matcher ./cmd/matcher
+	cd matcher && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="$(GO_LDFLAGS)" -o $(BIN)/matcher ./cmd/matcher
 
 .PHONY: build-notifier
 build-notifier: ## Build bin/notifier (its own module, like the matcher).
-	cd notifier && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(BIN)/notifier ./cmd/notifier
+	cd notifier && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="$(GO_LDFLAGS)" -o $(BIN)/notifier ./cmd/notifier
 
 .PHONY: build-kubectl-plugin
 build-kubectl-plugin: ## Build bin/kubectl-crowsnest (put it on PATH: kubectl crowsnest …).
-	cd kubectl-crowsnest && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(BIN)/kubectl-crowsnest .
+	cd kubectl-crowsnest && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="$(PLUGIN_LDFLAGS)" -o $(BIN)/kubectl-crowsnest .
 
 .PHONY: build-uploader
 build-uploader: ## Build bin/uploader.
-	cd uploader && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(BIN)/uploader .
+	cd uploader && CGO_ENABLED=0 go build -trimpath -ldflags="$(GO_LDFLAGS)" -o $(BIN)/uploader .
+
+# The Grype CLI of the scan image, from the same wrapper module and with the
+# same version stamp as hack/tools.sh grype (which caches the host's build).
+GRYPE_LDFLAGS := -s -w -X main.version=$(GRYPE_VERSION:v%=%) -X main.gitDescription=$(GRYPE_VERSION) -X main.gitCommit=none -X main.buildDate=1970-01-01T00:00:00Z
+
+.PHONY: build-grype
+build-grype: ## Build bin/grype from hack/tools/grype (GOOS/GOARCH for the scan image).
+	cd hack/tools/grype && GOWORK=off CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags="$(GRYPE_LDFLAGS)" -o $(BIN)/grype github.com/anchore/grype/cmd/grype
 
 ##@ Test
 
 .PHONY: test
-test: lint test-api test-support test-operator test-results-api test-uploader test-matcher test-notifier test-kubectl-plugin test-tools test-web test-chart bench-smoke ## Lint, then run every test suite and smoke-run every benchmark (CI runs this, then make e2e).
+test: lint test-api test-support test-operator test-results-api test-uploader test-matcher test-notifier test-kubectl-plugin test-tools test-web test-chart test-images bench-smoke ## Lint, then run every test suite and smoke-run every benchmark (CI runs this, then make e2e).
 
 .PHONY: test-api
 test-api: ## Shared contracts: every subject, exit code and path pinned.
@@ -119,9 +137,8 @@ test-matcher: pg-install ## matcher tests: real Grype library on DBs written wit
 	cd matcher && GOWORK=off go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-tools
-test-tools: ## Tests of the tool modules: the Grype fixture/DB builders and the Dockerfile checker.
+test-tools: ## Tests of the tool modules: the Grype fixture/DB builders.
 	cd hack/tools/grype && GOWORK=off go test $(GO_TEST_FLAGS) ./...
-	cd hack/tools/dockerfilecheck && GOWORK=off go test $(GO_TEST_FLAGS) ./...
 
 # BENCH_PKGS are the packages with Go benchmarks; bench-smoke runs each
 # benchmark once so the checks inside them run and they cannot rot.
@@ -140,8 +157,12 @@ test-web: pg-install web-deps ## Web type check, unit tests, bundle budget, and 
 	cd web && npm run test:browser
 
 .PHONY: test-chart
-test-chart: kube-assets tool-helm verify-dockerfiles ## Lint, render and server-side dry-run the Helm chart; check the Dockerfiles.
+test-chart: kube-assets tool-helm ## Lint, render and server-side dry-run the Helm chart.
 	cd test/chart && GOWORK=off go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-images
+test-images: build-web ## Build the five component images (host platform) with hack/tools/imagebuild and check their content; rebuild one to check the digest is reproducible.
+	cd hack/tools/imagebuild && GOWORK=off CROWSNEST_ROOT=$(ROOT) go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: e2e
 e2e: stack-deps ## End-to-end tests on the local stack (test/stack, tests in test/stack/e2e): real control plane, kwok, registry, Grype, NATS, Postgres, results-api, operator.
@@ -185,8 +206,12 @@ lint: tool-golangci-lint ## Lint every Go module with the shared config.
 lint-openapi: web-deps ## Lint results-api's OpenAPI document with Redocly CLI's recommended rules (any error fails).
 	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true web/node_modules/.bin/redocly lint --config redocly.yaml --format=summary results-api/api/openapi.yaml
 
+.PHONY: lint-actions
+lint-actions: tool-actionlint ## Lint the GitHub Actions workflows (.github/workflows) with the pinned actionlint.
+	actionlint
+
 .PHONY: generate
-generate: generate-operator generate-results-api generate-web generate-chart ## Regenerate CRDs, deepcopy, OpenAPI types and the chart schema.
+generate: generate-operator generate-results-api generate-web generate-chart generate-metrics ## Regenerate CRDs, deepcopy, OpenAPI types, the chart schema and the metrics reference.
 
 .PHONY: generate-results-api
 generate-results-api: tool-oapi-codegen ## Regenerate results-api's Go types (results-api/api/types.gen.go) from its OpenAPI document.
@@ -209,15 +234,24 @@ generate-chart: generate-operator ## Copy the operator's generated CRD and RBAC 
 	cd test/chart && GOWORK=off go run ./cmd/chartschema -o $(ROOT)/helm/crowsnest/values.schema.json
 	cd test/chart && GOWORK=off go run ./cmd/natsperm -o $(ROOT)/helm/crowsnest/charts/nats/files/permissions.json
 
+# METRICS_REFERENCE_PKGS are module:package pairs whose TestMetricsReference
+# builds a component's Prometheus registry as its binary does.
+METRICS_REFERENCE_PKGS := results-api:./internal/metrics/ operator:./cmd/ matcher:./internal/metrics/ notifier:./internal/metrics/
+
+.PHONY: generate-metrics
+generate-metrics: ## Rewrite docs/metrics/<component>.md from each component's real metric registry (the chart tests check alerts and dashboards against them).
+	for spec in $(METRICS_REFERENCE_PKGS); do m=$${spec%%:*}; (cd $$m && GOWORK=off UPDATE_METRICS_REFERENCE=1 go test -count=1 -run '^TestMetricsReference$$' $${spec#*:}); done
+
 .PHONY: fixtures
 fixtures: ## Regenerate results-api/testdata/grype: real Grype output from offline images and a tiny v6 DB.
 	hack/tools.sh grype
 	$(BIN)/fixtures --grype $(BIN)/grype --out results-api/testdata/grype --go-src hack/tools/grype/testdata/gobinary
 
 .PHONY: verify
-verify: ## Fail when generated files are stale, go.mod files are untidy, or version pins disagree.
+verify: ## Fail when generated files are stale, go.mod files are untidy, version pins disagree, or a workflow fails actionlint.
 	$(MAKE) generate
 	$(MAKE) lint-openapi
+	$(MAKE) lint-actions
 	for m in $(GO_MODULES) $(GO_WRAPPER_MODULES); do (cd $$m && echo "tidy $$m" && GOWORK=off go mod tidy -diff); done
 	hack/verify-versions.sh
 	git diff --exit-code -- . ':(exclude)web/package-lock.json' || { echo "generated files are stale: run make generate and commit"; exit 1; }
@@ -230,36 +264,54 @@ demo: stack-deps ## Run the whole system locally (control plane + kwok, registry
 
 ##@ Packaging and dev loop
 
-IMAGE_REGISTRY ?= ghcr.io/crowsnest-dev
-IMAGE_TAG ?= $(shell awk '/^appVersion:/ {gsub(/"/, "", $$2); print $$2}' helm/crowsnest/Chart.yaml)
-DOCKER ?= docker
+# Images are OCI image layouts built without a Docker engine by
+# hack/tools/imagebuild (go-containerregistry): each component's static
+# binary from its build-<name> target on a small reproducible base (users,
+# /tmp, pinned CA certificates; no shell). dist/images/<name> holds one
+# image index with every platform of PLATFORMS.
+REGISTRY ?= ghcr.io/crowsnest-dev
+VERSION ?= $(shell awk '/^appVersion:/ {gsub(/"/, "", $$2); print $$2}' helm/crowsnest/Chart.yaml)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+PLATFORMS ?= linux/amd64,linux/arm64
+COMPONENT_IMAGES := operator results-api uploader matcher notifier
+# image_build NAME VERSION: build dist/images/NAME, then check its content.
+image_build = $(BIN)/imagebuild build -root $(ROOT) -component $(1) -version $(2) -revision $(REVISION) -platforms $(PLATFORMS) -out $(ROOT)/dist/images/$(1) && \
+  $(BIN)/imagebuild check -layout $(ROOT)/dist/images/$(1) -component $(1) -revision $(REVISION) -platforms $(PLATFORMS)
 
-.PHONY: docker-build
-docker-build: docker-build-operator docker-build-results-api docker-build-uploader docker-build-matcher docker-build-notifier ## Build the images (needs a Docker engine).
+.PHONY: imagebuild
+imagebuild: ## Build bin/imagebuild, the image builder (hack/tools/imagebuild).
+	cd hack/tools/imagebuild && GOWORK=off CGO_ENABLED=0 go build -trimpath -o $(BIN)/imagebuild .
 
-.PHONY: docker-build-operator
-docker-build-operator: ## Build the operator image (operator/Dockerfile, context: repository root).
-	$(DOCKER) build -f operator/Dockerfile -t $(IMAGE_REGISTRY)/crowsnest-operator:$(IMAGE_TAG) .
+.PHONY: images
+images: $(addprefix image-,$(COMPONENT_IMAGES)) image-grype ## Build and check every image for PLATFORMS into dist/images (OCI layouts; VERSION, REVISION).
 
-.PHONY: docker-build-results-api
-docker-build-results-api: ## Build the results-api image with the web UI embedded.
-	$(DOCKER) build -f results-api/Dockerfile -t $(IMAGE_REGISTRY)/crowsnest-results-api:$(IMAGE_TAG) .
+.PHONY: image-operator
+image-operator: imagebuild ## Build dist/images/operator.
+	$(call image_build,operator,$(VERSION))
 
-.PHONY: docker-build-uploader
-docker-build-uploader: ## Build the uploader image (the scan Jobs' main container).
-	$(DOCKER) build -f uploader/Dockerfile -t $(IMAGE_REGISTRY)/crowsnest-uploader:$(IMAGE_TAG) .
+.PHONY: image-results-api
+image-results-api: imagebuild build-web ## Build dist/images/results-api (the web UI embedded).
+	$(call image_build,results-api,$(VERSION))
 
-.PHONY: docker-build-matcher
-docker-build-matcher: ## Build the matcher image (one Grype DB for the cluster, re-matching).
-	$(DOCKER) build -f matcher/Dockerfile -t $(IMAGE_REGISTRY)/crowsnest-matcher:$(IMAGE_TAG) .
+.PHONY: image-uploader
+image-uploader: imagebuild ## Build dist/images/uploader (the scan Jobs' main container).
+	$(call image_build,uploader,$(VERSION))
 
-.PHONY: docker-build-notifier
-docker-build-notifier: ## Build the notifier image (notifications from the public events).
-	$(DOCKER) build -f notifier/Dockerfile -t $(IMAGE_REGISTRY)/crowsnest-notifier:$(IMAGE_TAG) .
+.PHONY: image-matcher
+image-matcher: imagebuild ## Build dist/images/matcher.
+	$(call image_build,matcher,$(VERSION))
 
-.PHONY: verify-dockerfiles
-verify-dockerfiles: ## Parse every Dockerfile with BuildKit's parser; check every COPY source and go.mod replace.
-	cd hack/tools/dockerfilecheck && GOWORK=off go test -count=1 ./... && GOWORK=off go run . -root $(ROOT)
+.PHONY: image-notifier
+image-notifier: imagebuild ## Build dist/images/notifier.
+	$(call image_build,notifier,$(VERSION))
+
+.PHONY: image-grype
+image-grype: imagebuild ## Build dist/images/grype: the scan Jobs' Grype image, tagged GRYPE_VERSION.
+	$(call image_build,grype,$(GRYPE_VERSION))
+
+.PHONY: images-push
+images-push: images ## Build, then push every image to REGISTRY (crowsnest-<name>:VERSION, crowsnest-grype:GRYPE_VERSION) with your docker login.
+	for c in $(COMPONENT_IMAGES) grype; do $(BIN)/imagebuild push -layout $(ROOT)/dist/images/$$c -repo $(REGISTRY)/crowsnest-$$c; done
 
 .PHONY: verify-tiltfile
 verify-tiltfile: tool-tilt ## Evaluate the Tiltfile offline with the pinned Tilt (no cluster needed).
@@ -292,7 +344,7 @@ kube-assets: ## Build/link kube-apiserver, etcd, kube-controller-manager, kube-s
 
 .PHONY: tools
 tools: kube-assets ## Build/link every pinned tool into bin/.
-	hack/tools.sh nats-server controller-gen golangci-lint helm kwok
+	hack/tools.sh nats-server controller-gen golangci-lint helm kwok actionlint
 
 tool-%:
 	hack/tools.sh $*

@@ -4,7 +4,7 @@
 # ~/.cache/crowsnest), keyed by version and wrapper-module checksum, so a fresh
 # clone on the same machine links the cached binary instead of rebuilding.
 #
-#   hack/tools.sh kube|etcd|nats-server|controller-gen|golangci-lint|helm|kwok|oapi-codegen|gotestsum|tilt|kind|grype ...
+#   hack/tools.sh kube|etcd|nats-server|controller-gen|golangci-lint|helm|kwok|oapi-codegen|gotestsum|tilt|kind|grype|actionlint ...
 set -euo pipefail
 shopt -s inherit_errexit
 export GOWORK=off
@@ -127,6 +127,7 @@ install_one() {
 	tilt) with_lock tilt tilt ;;
 	kind) with_lock kind go_install kind sigs.k8s.io/kind "$KIND_VERSION" ;;
 	gotestsum) with_lock gotestsum go_install gotestsum gotest.tools/gotestsum "$GOTESTSUM_VERSION" ;;
+	actionlint) with_lock actionlint go_install actionlint github.com/rhysd/actionlint/cmd/actionlint "$ACTIONLINT_VERSION" ;;
 	grype) with_lock grype grype ;;
 	*) echo "unknown tool: $1" >&2; return 2 ;;
 	esac

@@ -4,8 +4,9 @@
 # `tilt alpha tiltfile-result` runs the whole Tiltfile (helm() renders the
 # chart with bin/helm, images and resources are registered) without a cluster.
 # Checks: the evaluation succeeds and registers the expected resources and
-# images, the uploader image is matched in the operator's env, and another
-# context is refused.
+# images, every image is a custom_build by hack/tools/imagebuild pushed to
+# the registry (no Docker), the uploader image is matched in the operator's
+# env, and another context is refused.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -38,7 +39,7 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 manifests = {m["Name"]: m for m in r.get("Manifests", [])}
 want = ["crowsnest-operator", "crowsnest-results-api", "crowsnest-nats", "crowsnest-postgres", "crowsnest-matcher", "crowsnest-notifier",
-        "operator-compile", "results-api-compile", "uploader-compile", "matcher-compile", "notifier-compile", "web-dev", "dev-secrets", "web", "cache", "worker", "ignored"]
+        "web-dev", "dev-secrets", "web", "cache", "worker", "ignored"]
 missing = [w for w in want if w not in manifests]
 if missing:
     sys.exit("verify-tiltfile: resources missing: %s (have %s)" % (missing, sorted(manifests)))
@@ -53,13 +54,20 @@ if sorted(op) != ["crowsnest-operator", "crowsnest-uploader"]:
     sys.exit("verify-tiltfile: operator images = %s, want its own and the uploader" % sorted(op))
 if not op["crowsnest-uploader"].get("matchInEnvVars"):
     sys.exit("verify-tiltfile: the uploader image is not matched in env vars")
-api = targets("crowsnest-results-api")
-matcher = targets("crowsnest-matcher")
-for name, t in (("crowsnest-operator", op["crowsnest-operator"]), ("crowsnest-results-api", api.get("crowsnest-results-api", {})),
-                ("crowsnest-matcher", matcher.get("crowsnest-matcher", {}))):
-    if not (t.get("LiveUpdateSpec") or {}).get("syncs"):
-        sys.exit("verify-tiltfile: %s has no live_update sync" % name)
-print("verify-tiltfile: %d resources; the operator deploys its own image and the uploader (matched in env vars); live_update on operator, results-api and matcher" % len(manifests))
+images = dict(op)
+for name in ("crowsnest-results-api", "crowsnest-matcher", "crowsnest-notifier"):
+    images.update(targets(name))
+if sorted(images) != ["crowsnest-matcher", "crowsnest-notifier", "crowsnest-operator", "crowsnest-results-api", "crowsnest-uploader"]:
+    sys.exit("verify-tiltfile: images = %s" % sorted(images))
+for sel, t in sorted(images.items()):
+    bd = t.get("BuildDetails") or {}
+    cmd = " ".join(bd.get("args") or [])
+    name = sel[len("crowsnest-"):]
+    if t.get("DockerImageName") or bd.get("outputMode") != "remote":
+        sys.exit("verify-tiltfile: %s is not a custom_build pushed by the builder (skips_local_docker): %s" % (sel, json.dumps(t)[:300]))
+    if "bin/imagebuild build -component %s " % name not in cmd or "bin/imagebuild push" not in cmd or "$EXPECTED_REF" not in cmd:
+        sys.exit("verify-tiltfile: %s is not built and pushed by hack/tools/imagebuild: %s" % (sel, cmd))
+print("verify-tiltfile: %d resources; %d images built by hack/tools/imagebuild and pushed to Tilt's registry; the uploader matched in the operator's env vars" % (len(manifests), len(images)))
 PY
 echo "verify-tiltfile: evaluated in $(python3 -c "print(round($end-$start, 2))")s"
 

@@ -52,7 +52,7 @@ check_all "an etcd replace" "$ETCD_VERSION" hack/tools/etcd/go.mod '=> go\.etcd\
 
 # Grype: the tools module, and the default scan image in operator, chart and stack.
 check "github.com/anchore/grype" "$GRYPE_VERSION" hack/tools/grype/go.mod '^\s*github\.com/anchore/grype (v[0-9.]+)'
-check "DefaultGrypeImage" "$GRYPE_VERSION" operator/internal/scanjob/labels.go 'DefaultGrypeImage = "anchore/grype:(v[0-9.]+)"'
+check "DefaultGrypeImage" "$GRYPE_VERSION" operator/internal/scanjob/labels.go 'DefaultGrypeImage = "ghcr.io/crowsnest-dev/crowsnest-grype:(v[0-9.]+)"'
 check "GrypeImage" "$GRYPE_VERSION" test/stack/stack.go 'GrypeImage += "anchore/grype:(v[0-9.]+)"'
 check "grypeImage.tag" "$GRYPE_VERSION" helm/crowsnest/values.yaml '^    tag: (v0\.[0-9.]+)$'
 

@@ -123,6 +123,8 @@ func (c Config) validate() []error {
 
 const usageHeader = `Usage: uploader [flags]
        uploader docker-config --from DIR --out FILE   (merge pull secrets; see its --help)
+       uploader probe URL...                          (readiness check for helm test; see its --help)
+       uploader --version                             (print the version and exit)
 
 Uploads the CycloneDX JSON report Grype wrote to Crowsnest's results-api:
 PUT {api-url}/api/v1/reports/{digest}?image={image}, gzip-compressed, with

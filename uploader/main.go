@@ -15,6 +15,9 @@ import (
 )
 
 func main() {
+	if printVersion(os.Args[1:], os.Stdout) {
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Getenv, os.Stderr)
 	stop()
@@ -22,10 +25,14 @@ func main() {
 }
 
 // run uploads one report, or with the docker-config subcommand merges pull
-// secrets, and returns the process exit code.
+// secrets, or with the probe subcommand checks readiness endpoints, and
+// returns the process exit code.
 func run(ctx context.Context, args []string, env func(string) string, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == dockerConfigCommand {
 		return runDockerConfig(args[1:], stderr)
+	}
+	if len(args) > 0 && args[0] == probeCommand {
+		return runProbe(ctx, args[1:], stderr)
 	}
 	cfg, err := parseConfig(args, env, stderr)
 	if errors.Is(err, errHelp) {

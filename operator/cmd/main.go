@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/crowsnest-dev/crowsnest/api/buildinfo"
 	"github.com/crowsnest-dev/crowsnest/api/memlimit"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/bus"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/controller"
@@ -29,7 +30,7 @@ import (
 
 func main() {
 	ctx := ctrl.SetupSignalHandler()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, ctrl.GetConfig); err != nil {
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, ctrl.GetConfig); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
@@ -38,8 +39,9 @@ func main() {
 	}
 }
 
-// run parses args (with env defaults), then runs the manager until ctx ends.
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, kubeconfig func() (*rest.Config, error)) error {
+// run parses args (with env defaults), then runs the manager until ctx ends;
+// --version prints the build to stdout and returns nil.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, kubeconfig func() (*rest.Config, error)) error {
 	var o Options
 	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -47,20 +49,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err := applyEnv(fs, getenv); err != nil {
 		return err
 	}
+	// Bound after applyEnv: no environment variable turns --version on.
+	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *version {
+		_, err := fmt.Fprintln(stdout, buildinfo.String("operator"))
 		return err
 	}
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	level := zapcore.InfoLevel
-	if err := level.UnmarshalText([]byte(o.LogLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
-	}
 	// The manager logs from many goroutines: serialize the writes, since
 	// stderr need not be safe for concurrent use (a test's buffer is not).
-	logs := zapcore.Lock(zapcore.AddSync(stderr))
-	ctrl.SetLogger(zap.New(zap.UseDevMode(o.LogFormat == "console"), zap.Level(level), zap.WriteTo(logs)))
+	logOpts, err := o.loggerOptions(zapcore.Lock(zapcore.AddSync(stderr)))
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(logOpts...))
 	limit, source, err := memlimit.Set(getenv, memlimit.CgroupFile)
 	if err != nil {
 		return err
@@ -97,6 +104,7 @@ func start(ctx context.Context, cfg *rest.Config, o Options) error {
 		Cache:                         controller.ClusterScannerCache(controller.CacheOptions(o.WatchNamespaces...)),
 		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.ProbeAddr,
+		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              "crowsnest-operator.crowsnest.dev",
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,

@@ -22,7 +22,7 @@ func noKube() (*rest.Config, error) { return nil, errors.New("no cluster in this
 
 func TestHelpDocumentsEveryFlagAndItsEnv(t *testing.T) {
 	var out bytes.Buffer
-	err := run(context.Background(), []string{"--help"}, func(string) string { return "" }, &out, noKube)
+	err := run(context.Background(), []string{"--help"}, func(string) string { return "" }, io.Discard, &out, noKube)
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("err = %v, want flag.ErrHelp", err)
 	}
@@ -61,17 +61,17 @@ func TestEnvDefaultsAndFlagsWin(t *testing.T) {
 
 func TestInvalidConfigurationIsReported(t *testing.T) {
 	var out bytes.Buffer
-	err := run(context.Background(), nil, func(string) string { return "" }, &out, noKube)
+	err := run(context.Background(), nil, func(string) string { return "" }, io.Discard, &out, noKube)
 	if err == nil || !strings.Contains(err.Error(), "--results-api-url is required") || !strings.Contains(err.Error(), "--uploader-image is required") {
 		t.Errorf("err = %v", err)
 	}
 	err = run(context.Background(), nil, func(k string) string {
 		return map[string]string{"CROWSNEST_RETRY_BACKOFF": "soon"}[k]
-	}, &out, noKube)
+	}, io.Discard, &out, noKube)
 	if err == nil || !strings.Contains(err.Error(), "CROWSNEST_RETRY_BACKOFF") {
 		t.Errorf("bad env value: err = %v", err)
 	}
-	err = run(context.Background(), []string{"--results-api-url=http://x", "--uploader-image=u"}, func(string) string { return "" }, &out, noKube)
+	err = run(context.Background(), []string{"--results-api-url=http://x", "--uploader-image=u"}, func(string) string { return "" }, io.Discard, &out, noKube)
 	if err == nil || !strings.Contains(err.Error(), "no cluster") {
 		t.Errorf("kubeconfig error not returned: %v", err)
 	}
@@ -247,5 +247,52 @@ current-context: x
 	o.BindFlags(fs)
 	if err := fs.Parse([]string{"--kubeconfig", file}); err != nil || o.Kubeconfig != file {
 		t.Fatalf("--kubeconfig parsed as %q: %v", o.Kubeconfig, err)
+	}
+}
+
+// TestDebugAndPolicyFlagsAreValidated: unauthenticated profiles only on a
+// loopback address; a scan NetworkPolicy file that would select other Pods,
+// or a policy name Kubernetes refuses, stops the start.
+func TestDebugAndPolicyFlagsAreValidated(t *testing.T) {
+	dir := t.TempDir()
+	good, wide := dir+"/good.yaml", dir+"/wide.yaml"
+	const spec = "podSelector:\n  matchLabels:\n    app.kubernetes.io/name: crowsnest-scan\n    app.kubernetes.io/managed-by: crowsnest-operator\npolicyTypes: [Ingress, Egress]\n"
+	if err := os.WriteFile(good, []byte(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(wide, []byte("podSelector: {}\npolicyTypes: [Ingress, Egress]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string // "" accepted, else a part of the error
+	}{
+		{nil, ""},
+		{[]string{"--pprof-bind-address=127.0.0.1:6060"}, ""},
+		{[]string{"--pprof-bind-address=[::1]:6060"}, ""},
+		{[]string{"--pprof-bind-address=localhost:6060"}, ""},
+		{[]string{"--pprof-bind-address=:6060"}, "--pprof-bind-address"},
+		{[]string{"--pprof-bind-address=0.0.0.0:6060"}, "--pprof-bind-address"},
+		{[]string{"--scan-network-policy=" + good}, ""},
+		{[]string{"--scan-network-policy=" + wide}, "podSelector must be exactly"},
+		{[]string{"--scan-network-policy=" + dir + "/absent.yaml"}, "--scan-network-policy"},
+		{[]string{"--scan-network-policy=" + good, "--scan-network-policy-name=Scan_Policy"}, "--scan-network-policy-name"},
+	} {
+		var o Options
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		o.BindFlags(fs)
+		if err := fs.Parse(append([]string{"--results-api-url=http://x", "--uploader-image=u"}, tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		err := o.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: rejected: %v", tc.args, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: err = %v, want one containing %q", tc.args, err, tc.want)
+		}
+		if tc.want == "" && len(tc.args) > 0 && strings.HasPrefix(tc.args[0], "--scan-network-policy=") && o.clusterScannerOptions().NetworkPolicy == nil {
+			t.Errorf("%v: the ClusterScanner controller gets no policy", tc.args)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 
@@ -29,6 +31,7 @@ type Options struct {
 	MetricsCertDir          string
 	WatchNamespaces         namespaceList
 	ProbeAddr               string
+	PprofAddr               string
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	ResultsAPIURL           string
@@ -60,6 +63,9 @@ type Options struct {
 	RescanJitter            float64
 	LogFormat               string
 	LogLevel                string
+	// Zap holds controller-runtime's --zap-* flags; each one given wins
+	// over --log-format and --log-level.
+	Zap zap.Options
 
 	// scanNetworkPolicy is ScanNetworkPolicy's content, read by Validate.
 	scanNetworkPolicy *networkingv1.NetworkPolicySpec
@@ -72,6 +78,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "folder with tls.crt and tls.key for the metrics endpoint, reloaded on change (default: a self-signed certificate made at start)")
 	fs.Var(&o.WatchNamespaces, "watch-namespaces", "comma-separated `namespaces` whose Scanners are served and where scan Jobs run; the operator then needs a Role in each, not a ClusterRole (empty: every namespace)")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof endpoints, unauthenticated: a loopback address only, for profiling (0 disables)")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader through a Lease so only one replica acts")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the Pod's namespace)")
 	fs.StringVar(&o.ResultsAPIURL, "results-api-url", "", "base URL of results-api, e.g. http://crowsnest-results-api:8080 (required)")
@@ -106,6 +113,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.RescansPerMinute, "rescans-per-minute", 60, "rescans started per minute in the whole cluster, so reports stored in one wave do not all come due at once (0: no limit)")
 	fs.StringVar(&o.LogFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info or error")
+	o.Zap.BindFlags(fs)
 }
 
 // JobTTLMargin is how much longer than --retry-backoff-max a finished scan
@@ -155,6 +163,11 @@ func (o *Options) Validate() error {
 		o.scanNetworkPolicy = spec
 		if msgs := validation.IsDNS1123Subdomain(o.ScanNetworkPolicyName); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("--scan-network-policy-name %q: %s", o.ScanNetworkPolicyName, strings.Join(msgs, "; ")))
+		}
+	}
+	if o.PprofAddr != "0" && o.PprofAddr != "" {
+		if host, _, err := net.SplitHostPort(o.PprofAddr); err != nil || (host != "localhost" && !net.ParseIP(host).IsLoopback()) {
+			errs = append(errs, fmt.Errorf("--pprof-bind-address %q: want a loopback address such as 127.0.0.1:6060 (profiles are unauthenticated)", o.PprofAddr))
 		}
 	}
 	if o.StuckGrace < 0 {

@@ -69,7 +69,7 @@ func TestRunServesProbesAndMetrics(t *testing.T) {
 			"--results-api-url=http://127.0.0.1:1", "--uploader-image=u", "--nats-url=" + natsURL,
 			"--health-probe-bind-address=" + probe, "--metrics-bind-address=" + metrics,
 			"--leader-elect", "--leader-election-namespace=default",
-		}, func(k string) string { return env[k] }, &logs, func() (*rest.Config, error) { return cfg, nil })
+		}, func(k string) string { return env[k] }, io.Discard, &logs, func() (*rest.Config, error) { return cfg, nil })
 	}()
 	// The metrics endpoint's certificate is self-signed (no --metrics-cert-dir).
 	httpc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}

@@ -36,7 +36,8 @@ func writeKubeconfig(t *testing.T) string {
 // TestInstallKeepsGeneratedSecrets runs `helm install --dry-run=server`
 // against the real API server, where the release's Secrets already exist (as
 // on an upgrade): lookup must keep the Postgres password and the write token
-// instead of generating new ones. It also checks NOTES.txt.
+// instead of generating new ones. It also checks NOTES.txt and that the
+// helm test Pod is the release's only hook.
 func TestInstallKeepsGeneratedSecrets(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -74,10 +75,22 @@ func TestInstallKeepsGeneratedSecrets(t *testing.T) {
 	if !ok {
 		t.Fatalf("no NOTES in helm output:\n%s", out)
 	}
-	_, manifest, _ = bytes.Cut(manifest, []byte("\nMANIFEST:\n"))
+	head, manifest, _ := bytes.Cut(manifest, []byte("\nMANIFEST:\n"))
 	objs, err := Decode(manifest)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The helm test Pod is a hook, kept out of the release's manifest.
+	_, hookYAML, _ := bytes.Cut(head, []byte("\nHOOKS:\n"))
+	hooks, err := Decode(hookYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hooks) != 1 || hooks[0].GetKind() != "Pod" || hooks[0].GetName() != "crowsnest-test" || hooks[0].GetAnnotations()["helm.sh/hook"] != "test" {
+		t.Errorf("hooks %v, want only the helm test Pod crowsnest-test", hooks)
+	}
+	if find(objs, "Pod/crowsnest-test") != nil || find(objs, "NetworkPolicy/crowsnest-test") == nil {
+		t.Error("the manifest holds the test Pod, or lacks its NetworkPolicy")
 	}
 	want := map[string]map[string]string{
 		"crowsnest-postgres":                {"password": "kept-password"},
@@ -105,7 +118,7 @@ func TestInstallKeepsGeneratedSecrets(t *testing.T) {
 	if len(want) > 0 {
 		t.Errorf("Secrets not rendered: %v", want)
 	}
-	for _, w := range []string{"port-forward svc/crowsnest-results-api 8080:80", "kind: Scanner", `Scanner "default" in: team-a`, "crowsnest-results-api-write-token",
+	for _, w := range []string{"port-forward svc/crowsnest-results-api 8080:80", "helm test crowsnest -n " + ns + " --logs", "kind: Scanner", `Scanner "default" in: team-a`, "crowsnest-results-api-write-token",
 		"--user reader", "get secret crowsnest-nats-users", "ServiceAccount crowsnest-scan",
 		"kubectl create clusterrolebinding crowsnest-admin-ci --clusterrole=crowsnest-admin --serviceaccount=ci:uploader",
 		"kubectl -n ci create token uploader --audience crowsnest-results-api", "ClusterRole crowsnest-view",

@@ -30,16 +30,20 @@ helm.sh/chart: {{ printf "%s-%s" .ctx.Chart.Name .ctx.Chart.Version | replace "+
 {{- end -}}
 
 {{/*
-crowsnest.image: repository[:tag][@digest] from an image section. A digest
-pins exactly; otherwise a tag is required and "latest" is refused.
+crowsnest.image: repository[:tag][@digest] from (dict "image" <image section>
+"global" .Values.global). A digest pins exactly; otherwise a tag is
+required and "latest" is refused. With global.imageRegistry the repository
+becomes <imageRegistry>/<its last path segment> (a mirror filled by
+make images-push REGISTRY=<imageRegistry> and crane copy of nats/postgres).
 */}}
 {{- define "crowsnest.image" -}}
-{{- $img := . -}}
+{{- $img := .image -}}
 {{- if not $img.repository -}}{{- fail "image.repository is required" -}}{{- end -}}
 {{- if and (not $img.digest) (or (not $img.tag) (eq (toString $img.tag) "latest")) -}}
 {{- fail (printf "image %s must be pinned by a tag other than latest or by a digest" $img.repository) -}}
 {{- end -}}
 {{- $ref := $img.repository -}}
+{{- with .global.imageRegistry }}{{ $ref = printf "%s/%s" (trimSuffix "/" .) (last (splitList "/" $img.repository)) }}{{ end -}}
 {{- if $img.tag }}{{ $ref = printf "%s:%s" $ref (toString $img.tag) }}{{ end -}}
 {{- if $img.digest }}{{ $ref = printf "%s@%s" $ref $img.digest }}{{ end -}}
 {{- $ref -}}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/output"
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsclient"
+	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/version"
 )
 
 // Defaults of the flags that find results-api: the chart's Service for a
@@ -57,7 +58,13 @@ or directly with --server (e.g. after kubectl port-forward).`,
 		SilenceErrors: true,
 		// kubectl runs the binary as `kubectl crowsnest`; help says so.
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl crowsnest"},
+		// --version (cobra's flag) prints the line `version` prints.
+		Version: version.Get().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	// Defined here so cobra does not take -v, which kubectl users know as
+	// log verbosity.
+	root.Flags().Bool("version", false, "print the plugin's version (as kubectl crowsnest version does)")
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	fs := root.PersistentFlags()
@@ -69,7 +76,7 @@ or directly with --server (e.g. after kubectl port-forward).`,
 	fs.StringVar(&o.server, "server", env("CROWSNEST_SERVER", ""), "results-api's URL, to reach it directly instead of through the API server (e.g. http://127.0.0.1:8080 after kubectl port-forward), with --token as its bearer token; the kubeconfig's credentials are not sent there (env CROWSNEST_SERVER)")
 	fs.StringVarP(&o.output, "output", "o", "", "output format: wide, json or yaml (default: a table)")
 
-	root.AddCommand(newImagesCommand(o), newImageCommand(o), newCVECommand(o), newChangesCommand(o), newWhyCommand(o))
+	root.AddCommand(newImagesCommand(o), newImageCommand(o), newCVECommand(o), newChangesCommand(o), newWhyCommand(o), newVersionCommand(o))
 	return root
 }
 

@@ -10,6 +10,7 @@
 //	matcher db import FILE   import a DB archive into --data-dir (air gap; no
 //	                         network)
 //	matcher db status        print the active DB as JSON
+//	matcher version          print the version (also --version)
 //
 // Every flag has a CROWSNEST_* environment default; see `matcher serve -h`.
 package main
@@ -23,6 +24,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/crowsnest-dev/crowsnest/api/buildinfo"
 )
 
 func main() {
@@ -41,6 +44,7 @@ const usage = `usage:
   matcher serve [flags]           hold, fetch and serve the vulnerability DB
   matcher db import [flags] FILE  import a Grype DB archive (no network)
   matcher db status [flags]       print the active DB as JSON
+  matcher version                 print the version (also --version)
 Every flag has a CROWSNEST_* environment default.
 `
 
@@ -69,6 +73,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return dbImport(ctx, args[2:], getenv, stdout, stderr)
 	case args[0] == "db" && len(args) > 1 && args[1] == "status":
 		return dbStatus(args[2:], getenv, stdout, stderr)
+	case args[0] == "version" || args[0] == "--version" || args[0] == "-version":
+		_, err := fmt.Fprintln(stdout, buildinfo.String("matcher"))
+		return err
 	case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
 		fmt.Fprint(stdout, usage)
 		printFlags(ctx, getenv, stdout)

@@ -4,11 +4,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/api/cli"
 
 	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/matcher/internal/dbserve"
@@ -22,6 +22,7 @@ const DefaultDataDir = "/var/lib/crowsnest/matcher"
 type serveOptions struct {
 	listen, dataDir, upstreamURL string
 	adminTokenFile, logLevel     string
+	logFormat                    string
 	checkInterval                time.Duration
 	listingTimeout               time.Duration
 	downloadTimeout              time.Duration
@@ -54,16 +55,17 @@ func bindServeFlags(fs *flag.FlagSet, o *serveOptions, env envFunc) {
 	bindDataDir(fs, &o.dataDir, env)
 	fs.StringVar(&o.upstreamURL, "upstream-url", env("CROWSNEST_UPSTREAM_URL", vulndb.DefaultUpstreamURL),
 		"Grype DB update URL to fetch from (listing at URL/v6/latest.json, or a URL ending in .json); \"off\" fetches nothing (air gap) (env CROWSNEST_UPSTREAM_URL)")
-	fs.DurationVar(&o.checkInterval, "check-interval", envDuration(env("CROWSNEST_CHECK_INTERVAL", ""), 6*time.Hour), "time between checks of the upstream listing (env CROWSNEST_CHECK_INTERVAL)")
-	fs.DurationVar(&o.listingTimeout, "listing-timeout", envDuration(env("CROWSNEST_LISTING_TIMEOUT", ""), 30*time.Second), "deadline of a listing request (env CROWSNEST_LISTING_TIMEOUT)")
-	fs.DurationVar(&o.downloadTimeout, "download-timeout", envDuration(env("CROWSNEST_DOWNLOAD_TIMEOUT", ""), 10*time.Minute), "deadline of a DB archive download (env CROWSNEST_DOWNLOAD_TIMEOUT)")
+	fs.DurationVar(&o.checkInterval, "check-interval", cli.EnvDuration(env("CROWSNEST_CHECK_INTERVAL", ""), 6*time.Hour), "time between checks of the upstream listing (env CROWSNEST_CHECK_INTERVAL)")
+	fs.DurationVar(&o.listingTimeout, "listing-timeout", cli.EnvDuration(env("CROWSNEST_LISTING_TIMEOUT", ""), 30*time.Second), "deadline of a listing request (env CROWSNEST_LISTING_TIMEOUT)")
+	fs.DurationVar(&o.downloadTimeout, "download-timeout", cli.EnvDuration(env("CROWSNEST_DOWNLOAD_TIMEOUT", ""), 10*time.Minute), "deadline of a DB archive download (env CROWSNEST_DOWNLOAD_TIMEOUT)")
 	bindLimits(fs, &o.maxArchiveBytes, &o.maxDBBytes, env)
 	fs.StringVar(&o.adminTokenFile, "admin-token-file", env("CROWSNEST_ADMIN_TOKEN_FILE", ""),
 		"file holding the admin token allowed to upload DB archives (POST "+dbserve.ImportPath+"); without one, uploads are refused (env CROWSNEST_ADMIN_TOKEN_FILE)")
-	fs.BoolVar(&o.metrics, "metrics", envBool(env("CROWSNEST_METRICS", ""), true), "serve Prometheus metrics at /metrics (env CROWSNEST_METRICS)")
+	fs.BoolVar(&o.metrics, "metrics", cli.EnvBool(env("CROWSNEST_METRICS", ""), true), "serve Prometheus metrics at /metrics (env CROWSNEST_METRICS)")
 	fs.StringVar(&o.logLevel, "log-level", env("CROWSNEST_LOG_LEVEL", "info"), "debug, info, warn or error (env CROWSNEST_LOG_LEVEL)")
+	fs.StringVar(&o.logFormat, "log-format", env("CROWSNEST_LOG_FORMAT", "json"), "log format: json or text (env CROWSNEST_LOG_FORMAT)")
 	bindRematchFlags(fs, o, env)
-	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", envDuration(env("CROWSNEST_SHUTDOWN_TIMEOUT", ""), 20*time.Second), "time to finish downloads in flight and stop a re-match pass on SIGTERM (env CROWSNEST_SHUTDOWN_TIMEOUT)")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", cli.EnvDuration(env("CROWSNEST_SHUTDOWN_TIMEOUT", ""), 20*time.Second), "time to finish downloads in flight and stop a re-match pass on SIGTERM (env CROWSNEST_SHUTDOWN_TIMEOUT)")
 }
 
 func bindRematchFlags(fs *flag.FlagSet, o *serveOptions, env envFunc) {
@@ -71,7 +73,7 @@ func bindRematchFlags(fs *flag.FlagSet, o *serveOptions, env envFunc) {
 		"results-api base URL whose stored reports are re-matched when the DB changes, e.g. http://crowsnest-results-api:8080; empty turns re-matching off (env CROWSNEST_RESULTS_API_URL)")
 	fs.StringVar(&o.resultsAPITokenFile, "results-api-token-file", env("CROWSNEST_RESULTS_API_TOKEN_FILE", ""),
 		"file holding the bearer token for results-api with the rematch scope (the matcher's projected service-account token), read on every request; empty turns re-matching off (env CROWSNEST_RESULTS_API_TOKEN_FILE)")
-	fs.IntVar(&o.rematchConcurrency, "rematch-concurrency", int(envInt(env("CROWSNEST_REMATCH_CONCURRENCY", ""), 2)),
+	fs.IntVar(&o.rematchConcurrency, "rematch-concurrency", int(cli.EnvInt(env("CROWSNEST_REMATCH_CONCURRENCY", ""), 2)),
 		"reports re-matched at once (env CROWSNEST_REMATCH_CONCURRENCY)")
 	fs.StringVar(&o.natsURL, "nats-url", env("CROWSNEST_NATS_URL", ""), "NATS URL for events, e.g. nats://nats:4222; empty turns events off (env CROWSNEST_NATS_URL)")
 	fs.StringVar(&o.nats.User, "nats-user", env("CROWSNEST_NATS_USER", ""), "NATS user (the chart's bundled NATS: matcher), with --nats-password-file (env CROWSNEST_NATS_USER)")
@@ -85,8 +87,8 @@ func bindDataDir(fs *flag.FlagSet, dir *string, env envFunc) {
 }
 
 func bindLimits(fs *flag.FlagSet, archive, db *int64, env envFunc) {
-	fs.Int64Var(archive, "max-archive-bytes", envInt(env("CROWSNEST_MAX_ARCHIVE_BYTES", ""), 2<<30), "largest DB archive accepted, downloaded or uploaded (env CROWSNEST_MAX_ARCHIVE_BYTES)")
-	fs.Int64Var(db, "max-db-bytes", envInt(env("CROWSNEST_MAX_DB_BYTES", ""), 8<<30), "largest unpacked vulnerability.db accepted (env CROWSNEST_MAX_DB_BYTES)")
+	fs.Int64Var(archive, "max-archive-bytes", cli.EnvInt(env("CROWSNEST_MAX_ARCHIVE_BYTES", ""), 2<<30), "largest DB archive accepted, downloaded or uploaded (env CROWSNEST_MAX_ARCHIVE_BYTES)")
+	fs.Int64Var(db, "max-db-bytes", cli.EnvInt(env("CROWSNEST_MAX_DB_BYTES", ""), 8<<30), "largest unpacked vulnerability.db accepted (env CROWSNEST_MAX_DB_BYTES)")
 }
 
 func parseServe(args []string, getenv func(string) string, out io.Writer) (serveOptions, error) {
@@ -123,33 +125,4 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 		}
 	}
 	return o, nil
-}
-
-func newLogger(level string, w io.Writer) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
-	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
-}
-
-func envDuration(s string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(s); err == nil {
-		return d
-	}
-	return def
-}
-
-func envInt(s string, def int64) int64 {
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return n
-	}
-	return def
-}
-
-func envBool(s string, def bool) bool {
-	if b, err := strconv.ParseBool(s); err == nil {
-		return b
-	}
-	return def
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/api/cli"
+
 	"github.com/crowsnest-dev/crowsnest/api/memlimit"
 	"github.com/crowsnest-dev/crowsnest/matcher/internal/dbserve"
 	"github.com/crowsnest-dev/crowsnest/matcher/internal/events"
@@ -33,7 +35,7 @@ type deps struct {
 // serve runs the matcher until ctx ends: the DB store, the fetch schedule
 // and the HTTP server. Everything it starts is stopped before it returns.
 func serve(ctx context.Context, o serveOptions, d deps) error {
-	log, err := newLogger(o.logLevel, d.log)
+	log, err := cli.NewLogger(o.logLevel, o.logFormat, d.log)
 	if err != nil {
 		return err
 	}

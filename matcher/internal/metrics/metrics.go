@@ -51,6 +51,7 @@ func New(src Source, now func() time.Time) *Metrics {
 		}, []string{"file"}),
 	}
 	m.rematch = newRematchMetrics(reg)
+	registerBuildInfo(reg)
 	for _, r := range []string{FetchUpdated, FetchCurrent, FetchError} {
 		m.fetch.WithLabelValues(r)
 	}

@@ -4,10 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/url"
-	"strconv"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/api/cli"
 
 	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 )
@@ -15,12 +15,12 @@ import (
 // options are the notifier's flags; each has a CROWSNEST_* default.
 type options struct {
 	config, dashboardURL, listen, logLevel string
-	natsURL, consumer                      string
+	logFormat, natsURL, consumer           string
 	nats                                   evv1.Credentials
 	stateMaxBytes                          int64
 	notifyMaxAge                           time.Duration
 	minBackoff, maxBackoff                 time.Duration
-	dryRun, checkConfig                    bool
+	dryRun, checkConfig, version           bool
 }
 
 func parse(args []string, getenv func(string) string, out io.Writer) (options, error) {
@@ -34,7 +34,7 @@ func parse(args []string, getenv func(string) string, out io.Writer) (options, e
 	fs := flag.NewFlagSet("notifier", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&o.config, "config", env("CROWSNEST_CONFIG", "/etc/crowsnest/notifier/config.yaml"), "YAML file of receivers and routes (see docs/notifications.md) (env CROWSNEST_CONFIG)")
-	fs.BoolVar(&o.checkConfig, "check-config", envBool(env("CROWSNEST_CHECK_CONFIG", ""), false), "check the configuration and its secret files, then exit (env CROWSNEST_CHECK_CONFIG)")
+	fs.BoolVar(&o.checkConfig, "check-config", cli.EnvBool(env("CROWSNEST_CHECK_CONFIG", ""), false), "check the configuration and its secret files, then exit (env CROWSNEST_CHECK_CONFIG)")
 	fs.StringVar(&o.dashboardURL, "dashboard-url", env("CROWSNEST_DASHBOARD_URL", ""), "dashboard base URL for links, e.g. https://crowsnest.example.com; an image links to URL/images/<digest> (env CROWSNEST_DASHBOARD_URL)")
 	fs.StringVar(&o.listen, "listen", env("CROWSNEST_LISTEN", ":8080"), "address serving /metrics, /healthz and /readyz (env CROWSNEST_LISTEN)")
 	fs.StringVar(&o.natsURL, "nats-url", env("CROWSNEST_NATS_URL", "nats://127.0.0.1:4222"), "NATS URL (env CROWSNEST_NATS_URL)")
@@ -43,14 +43,19 @@ func parse(args []string, getenv func(string) string, out io.Writer) (options, e
 	fs.StringVar(&o.nats.CredsFile, "nats-creds", env("CROWSNEST_NATS_CREDS", ""), "NATS .creds file (JWT and NKey seed), instead of user and password (env CROWSNEST_NATS_CREDS)")
 	fs.StringVar(&o.nats.NKeyFile, "nats-nkey-file", env("CROWSNEST_NATS_NKEY_FILE", ""), "file holding an NKey seed, instead of user and password (env CROWSNEST_NATS_NKEY_FILE)")
 	fs.StringVar(&o.consumer, "consumer", env("CROWSNEST_CONSUMER", "notifier"), "durable JetStream consumer name (env CROWSNEST_CONSUMER)")
-	fs.Int64Var(&o.stateMaxBytes, "state-max-bytes", envInt(env("CROWSNEST_STATE_MAX_BYTES", ""), 256<<20), "size limit of the KeyValue bucket "+"crowsnest-notifier"+" (env CROWSNEST_STATE_MAX_BYTES)")
-	fs.DurationVar(&o.notifyMaxAge, "notify-max-age", envDuration(env("CROWSNEST_NOTIFY_MAX_AGE", ""), time.Hour), "older events update the state but notify nobody (the stream's history at a first start) (env CROWSNEST_NOTIFY_MAX_AGE)")
-	fs.DurationVar(&o.minBackoff, "retry-min-backoff", envDuration(env("CROWSNEST_RETRY_MIN_BACKOFF", ""), time.Second), "wait before the first retry of a failed delivery, doubled per attempt (env CROWSNEST_RETRY_MIN_BACKOFF)")
-	fs.DurationVar(&o.maxBackoff, "retry-max-backoff", envDuration(env("CROWSNEST_RETRY_MAX_BACKOFF", ""), 5*time.Minute), "longest wait between delivery attempts (env CROWSNEST_RETRY_MAX_BACKOFF)")
-	fs.BoolVar(&o.dryRun, "dry-run", envBool(env("CROWSNEST_DRY_RUN", ""), false), "print every request to stdout instead of sending it (state is still kept: do not run it beside the real notifier) (env CROWSNEST_DRY_RUN)")
+	fs.Int64Var(&o.stateMaxBytes, "state-max-bytes", cli.EnvInt(env("CROWSNEST_STATE_MAX_BYTES", ""), 256<<20), "size limit of the KeyValue bucket "+"crowsnest-notifier"+" (env CROWSNEST_STATE_MAX_BYTES)")
+	fs.DurationVar(&o.notifyMaxAge, "notify-max-age", cli.EnvDuration(env("CROWSNEST_NOTIFY_MAX_AGE", ""), time.Hour), "older events update the state but notify nobody (the stream's history at a first start) (env CROWSNEST_NOTIFY_MAX_AGE)")
+	fs.DurationVar(&o.minBackoff, "retry-min-backoff", cli.EnvDuration(env("CROWSNEST_RETRY_MIN_BACKOFF", ""), time.Second), "wait before the first retry of a failed delivery, doubled per attempt (env CROWSNEST_RETRY_MIN_BACKOFF)")
+	fs.DurationVar(&o.maxBackoff, "retry-max-backoff", cli.EnvDuration(env("CROWSNEST_RETRY_MAX_BACKOFF", ""), 5*time.Minute), "longest wait between delivery attempts (env CROWSNEST_RETRY_MAX_BACKOFF)")
+	fs.BoolVar(&o.dryRun, "dry-run", cli.EnvBool(env("CROWSNEST_DRY_RUN", ""), false), "print every request to stdout instead of sending it (state is still kept: do not run it beside the real notifier) (env CROWSNEST_DRY_RUN)")
 	fs.StringVar(&o.logLevel, "log-level", env("CROWSNEST_LOG_LEVEL", "info"), "debug, info, warn or error (env CROWSNEST_LOG_LEVEL)")
+	fs.StringVar(&o.logFormat, "log-format", env("CROWSNEST_LOG_FORMAT", "json"), "log format: json or text (env CROWSNEST_LOG_FORMAT)")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.version {
+		return o, nil
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -71,33 +76,4 @@ func parse(args []string, getenv func(string) string, out io.Writer) (options, e
 		return o, fmt.Errorf("--consumer must not be empty")
 	}
 	return o, nil
-}
-
-func newLogger(level string, w io.Writer) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
-	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
-}
-
-func envDuration(s string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(s); err == nil {
-		return d
-	}
-	return def
-}
-
-func envInt(s string, def int64) int64 {
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return n
-	}
-	return def
-}
-
-func envBool(s string, def bool) bool {
-	if b, err := strconv.ParseBool(s); err == nil {
-		return b
-	}
-	return def
 }

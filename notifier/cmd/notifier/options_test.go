@@ -44,7 +44,7 @@ func TestHelpListsEveryFlagWithItsEnv(t *testing.T) {
 		t.Fatalf("-h: %v", err)
 	}
 	for _, name := range []string{"config", "check-config", "dashboard-url", "listen", "nats-url", "nats-user", "nats-password-file",
-		"nats-creds", "nats-nkey-file", "consumer", "state-max-bytes", "notify-max-age", "retry-min-backoff", "retry-max-backoff", "dry-run", "log-level"} {
+		"nats-creds", "nats-nkey-file", "consumer", "state-max-bytes", "notify-max-age", "retry-min-backoff", "retry-max-backoff", "dry-run", "log-level", "log-format"} {
 		env := "CROWSNEST_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 		if name == "nats-creds" {
 			env = "CROWSNEST_NATS_CREDS"
@@ -53,8 +53,8 @@ func TestHelpListsEveryFlagWithItsEnv(t *testing.T) {
 			t.Errorf("help lacks -%s with %s", name, env)
 		}
 	}
-	if n := strings.Count(out.String(), "(env CROWSNEST_"); n != 16 {
-		t.Errorf("help lists %d env variables, want 16 (one per flag)", n)
+	if n := strings.Count(out.String(), "(env CROWSNEST_"); n != 17 {
+		t.Errorf("help lists %d env variables, want 17 (one per flag but --version)", n)
 	}
 }
 

@@ -12,10 +12,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/api/cli"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/crowsnest-dev/crowsnest/api/buildinfo"
 	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/api/memlimit"
 	"github.com/crowsnest-dev/crowsnest/notifier/internal/config"
@@ -38,9 +41,13 @@ type deps struct {
 const sealInterval = time.Second
 
 // run runs the notifier until ctx ends; everything it starts is stopped
-// before it returns.
+// before it returns. With --version it only prints the build.
 func run(ctx context.Context, o options, d deps) error {
-	log, err := newLogger(o.logLevel, d.stderr)
+	if o.version {
+		_, err := fmt.Fprintln(d.stdout, buildinfo.String("notifier"))
+		return err
+	}
+	log, err := cli.NewLogger(o.logLevel, o.logFormat, d.stderr)
 	if err != nil {
 		return err
 	}

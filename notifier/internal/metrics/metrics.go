@@ -52,5 +52,6 @@ func New() *Metrics {
 			Help: "Sealed messages waiting for each receiver."}, []string{"receiver"}),
 	}
 	r.MustRegister(m.Events, m.Sent, m.Failed, m.DeadLetter, m.Dropped, m.QueueDepth, m.ReceiverQueue)
+	registerBuildInfo(r)
 	return m
 }

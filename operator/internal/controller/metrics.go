@@ -16,17 +16,19 @@ import (
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // Metrics, registered with controller-runtime's registry so they are served
-// next to its own on the manager's metrics endpoint.
+// next to its own on the manager's metrics endpoint. No label is called
+// namespace: Prometheus (honor_labels false) would rename it to
+// exported_namespace, since the scrape target has its own namespace label.
 var (
 	digestsSeen = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "crowsnest_operator_digests_seen", Help: "Distinct image digests running in a Scanner's namespace.",
-	}, []string{"namespace", "scanner"})
+	}, []string{"scanner_namespace", "scanner"})
 	scansQueued = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "crowsnest_operator_scans_queued", Help: "Digests waiting for a scan Job.",
-	}, []string{"namespace", "scanner"})
+	}, []string{"scanner_namespace", "scanner"})
 	scansActive = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "crowsnest_operator_scans_active", Help: "Scan Jobs running.",
-	}, []string{"namespace", "scanner"})
+	}, []string{"scanner_namespace", "scanner"})
 	jobsCreated = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "crowsnest_operator_jobs_created_total", Help: "Scan Jobs created.",
 	})

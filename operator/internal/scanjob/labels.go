@@ -26,8 +26,11 @@ const (
 	AnnotationFailure   = "crowsnest.dev/failure"   // "<reason>: <message>" of a failed Job
 )
 
-// DefaultGrypeImage is the pinned Grype release (DB schema v6).
-const DefaultGrypeImage = "anchore/grype:v0.121.2"
+// DefaultGrypeImage is the pinned Grype release (DB schema v6), built by
+// make image-grype (hack/tools/imagebuild) from the same Grype module as
+// hack/tools/grype: the shell-less base of the Crowsnest images, /grype as
+// the entrypoint, like anchore/grype.
+const DefaultGrypeImage = "ghcr.io/crowsnest-dev/crowsnest-grype:v0.121.2"
 
 // TokenAudience is the audience of the projected token the uploader presents.
 const TokenAudience = scan.TokenAudience

@@ -17,6 +17,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/api/cli"
+
+	"github.com/crowsnest-dev/crowsnest/api/buildinfo"
 	"github.com/crowsnest-dev/crowsnest/api/memlimit"
 
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
@@ -33,13 +36,14 @@ import (
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/service"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/ui"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/vulnmetrics"
 )
 
 // options are the binary's flags; each has a CROWSNEST_* environment default.
 type options struct {
 	listen, metricsListen, databaseURL, databaseURLFile, natsURL string
 	nats                                                         eventsv1.Credentials
-	writeToken, writeTokenFile, uiDir, logLevel                  string
+	writeToken, writeTokenFile, uiDir, logLevel, logFormat       string
 	origins, authMode, audience, allowedSAs                      string
 	kubeconfig, rematchSAs, scanSA                               string
 	readAuth, proxyUser, proxyGroups, proxyCIDRs                 string
@@ -50,6 +54,8 @@ type options struct {
 	statementTimeout                                             time.Duration
 	maxWSClients, maxWSClientsPerIP                              int
 	reportRetention                                              time.Duration
+	vulnInterval                                                 time.Duration
+	vulnMaxNamespaces                                            int
 }
 
 // bindFlags registers every flag on fs with its CROWSNEST_* default from getenv.
@@ -76,6 +82,7 @@ func bindFlags(fs *flag.FlagSet, o *options, getenv func(string) string) {
 	fs.StringVar(&o.uiDir, "ui-dir", env("CROWSNEST_UI_DIR", ""), "serve the web UI from this directory instead of the embedded build (env CROWSNEST_UI_DIR)")
 	fs.StringVar(&o.origins, "allowed-origins", env("CROWSNEST_ALLOWED_ORIGINS", ""), "comma-separated extra Origin host patterns allowed on the WebSocket; same host is always allowed (env CROWSNEST_ALLOWED_ORIGINS)")
 	fs.StringVar(&o.logLevel, "log-level", env("CROWSNEST_LOG_LEVEL", "info"), "debug, info, warn or error (env CROWSNEST_LOG_LEVEL)")
+	fs.StringVar(&o.logFormat, "log-format", env("CROWSNEST_LOG_FORMAT", "json"), "log format: json or text (env CROWSNEST_LOG_FORMAT)")
 	fs.StringVar(&o.authMode, "auth-mode", env("CROWSNEST_AUTH_MODE", "static"), "how write tokens are checked: static (the write token) or tokenreview (Kubernetes service-account tokens via TokenReview) (env CROWSNEST_AUTH_MODE)")
 	fs.StringVar(&o.audience, "token-audience", env("CROWSNEST_TOKEN_AUDIENCE", authn.DefaultAudience), "audience service-account tokens must carry in tokenreview mode (env CROWSNEST_TOKEN_AUDIENCE)")
 	fs.StringVar(&o.allowedSAs, "allowed-service-accounts", env("CROWSNEST_ALLOWED_SERVICE_ACCOUNTS", ""), "comma-separated namespace/name (or namespace/*, or */name for every namespace) service accounts allowed to write in tokenreview mode (env CROWSNEST_ALLOWED_SERVICE_ACCOUNTS)")
@@ -89,6 +96,8 @@ func bindFlags(fs *flag.FlagSet, o *options, getenv func(string) string) {
 	fs.StringVar(&o.proxyGroups, "auth-proxy-groups-header", env("CROWSNEST_AUTH_PROXY_GROUPS_HEADER", ""), "header holding the user's groups, comma-separated or repeated (e.g. X-Remote-Group) (env CROWSNEST_AUTH_PROXY_GROUPS_HEADER)")
 	fs.StringVar(&o.proxyCIDRs, "auth-proxy-trusted-cidrs", env("CROWSNEST_AUTH_PROXY_TRUSTED_CIDRS", ""), "comma-separated CIDRs the authenticating proxy connects from (e.g. 127.0.0.1/32 for a sidecar); identity headers from any other peer are ignored (env CROWSNEST_AUTH_PROXY_TRUSTED_CIDRS)")
 	fs.DurationVar(&o.reportRetention, "report-retention", envDurationZero(env("CROWSNEST_REPORT_RETENTION", ""), 720*time.Hour), "delete the reports of images no namespace has run for longer than this (by the operator's inventory; reports of images never seen running are kept); publishes no event; 0 keeps every report (env CROWSNEST_REPORT_RETENTION)")
+	fs.DurationVar(&o.vulnInterval, "vuln-metrics-interval", envDurationZero(env("CROWSNEST_VULN_METRICS_INTERVAL", ""), vulnmetrics.DefaultInterval), "recompute the vulnerability metrics (crowsnest_vulnerabilities and kin) from the database this often, and about 2s after a report or inventory change this replica applies; 0 turns them off (env CROWSNEST_VULN_METRICS_INTERVAL)")
+	fs.IntVar(&o.vulnMaxNamespaces, "vuln-metrics-max-namespaces", int(envInt(env("CROWSNEST_VULN_METRICS_MAX_NAMESPACES", ""), vulnmetrics.DefaultMaxNamespaces)), "namespaces crowsnest_namespace_vulnerabilities exports at most, those with the most critical+high findings; crowsnest_namespace_vulnerabilities_truncated counts the others (env CROWSNEST_VULN_METRICS_MAX_NAMESPACES)")
 	bindLimitFlags(fs, o, env)
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", envDuration(env("CROWSNEST_SHUTDOWN_TIMEOUT", ""), 20*time.Second), "time to finish requests on SIGTERM (env CROWSNEST_SHUTDOWN_TIMEOUT)")
 }
@@ -117,7 +126,7 @@ func checkLimits(o *options) error {
 		"download-timeout": int64(l.DownloadTimeout), "ingest-memory-bytes": l.IngestMemory, "read-memory-bytes": l.ReadMemory,
 		"memory-wait": int64(l.MemoryWait), "max-findings": int64(l.MaxFindings), "statement-timeout": int64(o.statementTimeout),
 		"max-websocket-clients": int64(o.maxWSClients), "max-websocket-clients-per-ip": int64(o.maxWSClientsPerIP),
-		"max-bom-bytes": o.maxBOMBytes} {
+		"max-bom-bytes": o.maxBOMBytes, "vuln-metrics-max-namespaces": int64(o.vulnMaxNamespaces)} {
 		if v <= 0 {
 			return fmt.Errorf("--%s must be positive", name)
 		}
@@ -130,8 +139,13 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (*opti
 	fs := flag.NewFlagSet("results-api", flag.ContinueOnError)
 	fs.SetOutput(out)
 	bindFlags(fs, o, getenv)
+	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if *version {
+		fmt.Fprintln(out, buildinfo.String("results-api"))
+		return nil, errVersion
 	}
 	if err := checkLimits(o); err != nil {
 		return nil, err
@@ -207,7 +221,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := lvl.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: lvl}))
+	handler, err := cli.LogHandler(o.logFormat, stdout, lvl)
+	if err != nil {
+		return err
+	}
+	log := slog.New(handler)
 	slog.SetDefault(log)
 	limit, source, err := memlimit.Set(getenv, memlimit.CgroupFile)
 	if err != nil {
@@ -234,7 +252,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	cfg := service.Config{SeparateMetrics: o.metricsListen != "", DatabaseURL: o.databaseURL, NATSURL: o.natsURL, NATSConnect: natsConnect, WriteToken: o.writeToken,
 		MaxBOMBytes: o.maxBOMBytes, OriginPatterns: origins, UI: ui.Handler(uiFS), Logger: log,
 		Limits: o.limits, StatementTimeout: o.statementTimeout,
-		MaxWebSocketClients: o.maxWSClients, MaxWebSocketClientsPerAddr: o.maxWSClientsPerIP, ReportRetention: o.reportRetention}
+		MaxWebSocketClients: o.maxWSClients, MaxWebSocketClientsPerAddr: o.maxWSClientsPerIP, ReportRetention: o.reportRetention,
+		VulnMetrics: vulnmetrics.Options{Interval: o.vulnInterval, MaxNamespaces: o.vulnMaxNamespaces}}
 	switch o.authMode {
 	case "static":
 		if o.writeToken == "" {

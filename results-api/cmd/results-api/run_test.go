@@ -70,19 +70,19 @@ func TestFlagsEnvDefaults(t *testing.T) {
 		"CROWSNEST_REQUEST_TIMEOUT": "11s", "CROWSNEST_UPLOAD_TIMEOUT": "12s", "CROWSNEST_DOWNLOAD_TIMEOUT": "13s",
 		"CROWSNEST_INGEST_MEMORY_BYTES": "1000", "CROWSNEST_READ_MEMORY_BYTES": "2000", "CROWSNEST_MEMORY_WAIT": "4s",
 		"CROWSNEST_MAX_FINDINGS": "7", "CROWSNEST_STATEMENT_TIMEOUT": "2s", "CROWSNEST_MAX_WEBSOCKET_CLIENTS": "50",
-		"CROWSNEST_MAX_WEBSOCKET_CLIENTS_PER_IP": "5",
+		"CROWSNEST_MAX_WEBSOCKET_CLIENTS_PER_IP": "5", "CROWSNEST_VULN_METRICS_INTERVAL": "0s", "CROWSNEST_VULN_METRICS_MAX_NAMESPACES": "9",
 	}
 	o, err := parseFlags(nil, envMap(env), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := options{listen: "127.0.0.1:9999", databaseURL: "postgres://from-file/db", databaseURLFile: dbFile,
-		natsURL: "nats://n:4222", writeToken: "file-token", writeTokenFile: tokenFile, uiDir: "/ui", logLevel: "debug",
+		natsURL: "nats://n:4222", writeToken: "file-token", writeTokenFile: tokenFile, uiDir: "/ui", logLevel: "debug", logFormat: "json",
 		origins: "a.example", maxBOMBytes: 1234, shutdownTimeout: 3 * time.Second,
 		authMode: "static", audience: "crowsnest-results-api", readAuth: "kubernetes", reportRetention: 720 * time.Hour,
 		limits: httpapi.Limits{RequestTimeout: 11 * time.Second, UploadTimeout: 12 * time.Second, DownloadTimeout: 13 * time.Second,
 			IngestMemory: 1000, ReadMemory: 2000, MemoryWait: 4 * time.Second, MaxFindings: 7},
-		statementTimeout: 2 * time.Second, maxWSClients: 50, maxWSClientsPerIP: 5}
+		statementTimeout: 2 * time.Second, maxWSClients: 50, maxWSClientsPerIP: 5, vulnMaxNamespaces: 9}
 	if *o != want {
 		t.Fatalf("env defaults:\n got %+v\nwant %+v", *o, want)
 	}
@@ -102,7 +102,11 @@ func TestFlagsEnvDefaults(t *testing.T) {
 		t.Fatalf("built-in limits: %+v, statement timeout %v, websocket clients %d, per IP %d",
 			o.limits, o.statementTimeout, o.maxWSClients, o.maxWSClientsPerIP)
 	}
-	for _, off := range []string{"--max-findings=0", "--ingest-memory-bytes=-1", "--statement-timeout=0s", "--max-websocket-clients-per-ip=0"} {
+	if o.vulnInterval != 15*time.Second || o.vulnMaxNamespaces != 500 {
+		t.Fatalf("built-in vulnerability metrics: interval %v, max namespaces %d", o.vulnInterval, o.vulnMaxNamespaces)
+	}
+	for _, off := range []string{"--max-findings=0", "--ingest-memory-bytes=-1", "--statement-timeout=0s", "--max-websocket-clients-per-ip=0",
+		"--vuln-metrics-max-namespaces=0"} {
 		if _, err := parseFlags([]string{off}, envMap(env), io.Discard); err == nil || !strings.Contains(err.Error(), "must be positive") {
 			t.Errorf("%s: %v, want a refusal", off, err)
 		}
@@ -542,6 +546,14 @@ func TestMetricsOnTheirOwnListener(t *testing.T) {
 	}
 	if code, body := get(t, "http://"+metricsAddr+"/metrics"); code != http.StatusOK || !strings.Contains(body, "crowsnest_results_api_") {
 		t.Fatalf("/metrics on the metrics listener: %d", code)
+	}
+	// The vulnerability metrics are on by default: refreshed at start.
+	deadline := time.Now().Add(30 * time.Second)
+	for _, body := get(t, "http://"+metricsAddr+"/metrics"); !strings.Contains(body, `crowsnest_images{state="unscanned"} 0`); _, body = get(t, "http://"+metricsAddr+"/metrics") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no vulnerability metrics within 30s:\n%s", body)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	// The dashboard's fallback may answer the path; the metrics must not.
 	if _, body := get(t, base+"/metrics"); strings.Contains(body, "crowsnest_results_api_") {

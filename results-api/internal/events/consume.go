@@ -87,27 +87,38 @@ func (b *Bus) handle(ctx context.Context, m jetstream.Msg) {
 		b.poison(m, subject, err)
 		return
 	}
-	// Well below the ack wait: a stuck database fails the delivery here,
-	// and the NAK below schedules the next one, before JetStream would
-	// redeliver on its own.
+	b.apply(ctx, m, "apply scan status", []any{"digest", st.Digest}, func(ctx context.Context) error {
+		_, err := b.o.Store.ApplyScan(ctx, st)
+		return err
+	})
+}
+
+// apply runs a parsed message's store write and settles the message: acked
+// when the write succeeded; NAKed at once when the bus is stopping (another
+// replica takes it now); NAKed with the redelivery delay when the database
+// is down or stuck, so nothing is lost. The write gets HandlerTimeout, well
+// below the ack wait: a stuck database fails the delivery here, and the NAK
+// schedules the next one before JetStream would redeliver on its own.
+func (b *Bus) apply(ctx context.Context, m jetstream.Msg, what string, attrs []any, write func(context.Context) error) bool {
+	subject := m.Subject()
 	hctx, cancel := context.WithTimeout(ctx, b.o.HandlerTimeout)
-	_, err = b.o.Store.ApplyScan(hctx, st)
+	err := write(hctx)
 	cancel()
 	if err != nil && ctx.Err() != nil {
-		_ = m.Nak() // the bus is stopping: another replica takes it now
-		return
+		_ = m.Nak()
+		return false
 	}
 	if err != nil {
-		// The database is down or stuck: redeliver later, nothing is lost.
 		delay := b.redelivery(m)
 		b.o.Metrics.EventsFailed.WithLabelValues(subject, "consume").Inc()
-		b.o.Logger.Warn("apply scan status, will redeliver", "subject", subject, "digest", st.Digest,
-			"retry_in", delay.String(), "error", err)
+		b.o.Logger.Warn(what+", will redeliver", append(append([]any{"subject", subject}, attrs...),
+			"retry_in", delay.String(), "error", err)...)
 		_ = m.NakWithDelay(delay)
-		return
+		return false
 	}
 	b.o.Metrics.EventsConsumed.WithLabelValues(subject).Inc()
 	_ = m.Ack()
+	return true
 }
 
 // redelivery is the NAK delay after the delivery m failed: Redelivery by

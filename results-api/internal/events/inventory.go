@@ -54,24 +54,13 @@ func (b *Bus) handleInventory(ctx context.Context, m jetstream.Msg) {
 		b.poison(m, subject, err)
 		return
 	}
-	hctx, cancel := context.WithTimeout(ctx, b.o.HandlerTimeout)
-	applied, err := b.o.Store.ApplyInventory(hctx, inv)
-	cancel()
-	if err != nil && ctx.Err() != nil {
-		_ = m.Nak()
-		return
-	}
-	if err != nil {
-		delay := b.redelivery(m)
-		b.o.Metrics.EventsFailed.WithLabelValues(subject, "consume").Inc()
-		b.o.Logger.Warn("apply inventory, will redeliver", "subject", subject, "namespace", inv.Namespace,
-			"retry_in", delay.String(), "error", err)
-		_ = m.NakWithDelay(delay)
-		return
-	}
-	if applied && b.o.OnInventory != nil {
+	var applied bool
+	ok := b.apply(ctx, m, "apply inventory", []any{"namespace", inv.Namespace}, func(ctx context.Context) error {
+		var err error
+		applied, err = b.o.Store.ApplyInventory(ctx, inv)
+		return err
+	})
+	if ok && applied && b.o.OnInventory != nil {
 		b.o.OnInventory(inv.Namespace)
 	}
-	b.o.Metrics.EventsConsumed.WithLabelValues(subject).Inc()
-	_ = m.Ack()
 }

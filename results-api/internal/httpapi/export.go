@@ -26,25 +26,14 @@ const (
 // getSARIF streams a report's findings as a SARIF 2.1.0 log: the rules
 // (one per vulnerability id) first, then the results.
 func (s *Server) getSARIF(w http.ResponseWriter, r *http.Request) {
-	digest, err := digestParam(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	sum, err := s.cfg.Store.GetSummary(r.Context(), digest)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	lease, err := s.read.take(r.Context(), exportCost(sum.Findings))
-	if err != nil {
-		writeError(w, r, err)
+	digest, sum, lease, ok := s.startReportExport(w, r)
+	if !ok {
 		return
 	}
 	defer lease.release()
 	ew := &exportWriter{w: w, contentType: "application/sarif+json", filename: digest[7:19] + ".sarif"}
 	log := export.NewSARIF(ew, export.Target{Image: sum.Image, Digest: digest, GrypeVersion: sum.GrypeVersion})
-	err = s.cfg.Store.WalkVulnerabilities(r.Context(), digest, exportPage, func(vs []store.VulnRule) error {
+	err := s.cfg.Store.WalkVulnerabilities(r.Context(), digest, exportPage, func(vs []store.VulnRule) error {
 		for _, v := range vs {
 			if err := log.Rule(export.Rule(v)); err != nil {
 				return err
@@ -70,27 +59,16 @@ func (s *Server) getSARIF(w http.ResponseWriter, r *http.Request) {
 
 // getReportCSV streams a report's findings as CSV, one row each.
 func (s *Server) getReportCSV(w http.ResponseWriter, r *http.Request) {
-	digest, err := digestParam(r)
-	if err != nil {
-		writeError(w, r, err)
+	digest, sum, lease, ok := s.startReportExport(w, r)
+	if !ok {
 		return
 	}
-	sum, err := s.cfg.Store.GetSummary(r.Context(), digest)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
+	defer lease.release()
 	running, err := s.cfg.Store.RunningIn(r.Context(), digest)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	lease, err := s.read.take(r.Context(), exportCost(sum.Findings))
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	defer lease.release()
 	ew := &exportWriter{w: w, contentType: "text/csv; charset=utf-8; header=present", filename: digest[7:19] + "-findings.csv"}
 	out, err := export.NewCSV(ew)
 	if err == nil {
@@ -158,6 +136,28 @@ func (s *Server) listFindingsCSV(w http.ResponseWriter, r *http.Request) {
 		err = out.Close()
 	}
 	s.endExport(ew, r, err)
+}
+
+// startReportExport reads the digest of a per-report export and its
+// summary, and takes the export's share of the read budget. On false the
+// error response is written; on true the caller releases the lease.
+func (s *Server) startReportExport(w http.ResponseWriter, r *http.Request) (string, *report.Summary, *lease, bool) {
+	digest, err := digestParam(r)
+	if err != nil {
+		writeError(w, r, err)
+		return "", nil, nil, false
+	}
+	sum, err := s.cfg.Store.GetSummary(r.Context(), digest)
+	if err != nil {
+		writeError(w, r, err)
+		return "", nil, nil, false
+	}
+	l, err := s.read.take(r.Context(), exportCost(sum.Findings))
+	if err != nil {
+		writeError(w, r, err)
+		return "", nil, nil, false
+	}
+	return digest, sum, l, true
 }
 
 // exportCost is what an export of n findings holds: one page.

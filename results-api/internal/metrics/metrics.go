@@ -1,6 +1,8 @@
 // Package metrics defines the results API's Prometheus metrics on a private
 // registry, named crowsnest_results_api_* except crowsnest_events_invalid_total,
-// which the operator exports under the same name.
+// which the operator exports under the same name, and the fleet's
+// vulnerability metrics (WatchVulnerabilities), which describe the cluster
+// rather than the service.
 package metrics
 
 import (
@@ -85,6 +87,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registerLimits()
 	m.registerOutbox()
+	m.registerBuildInfo()
 	return m
 }
 
@@ -133,6 +136,28 @@ func (m *Metrics) WatchNATS(connected func() bool) {
 			}
 			return 0
 		}))
+}
+
+// VulnRefresh measures the refreshes of the vulnerability metrics.
+type VulnRefresh struct {
+	Errors   prometheus.Counter   // failed refreshes
+	Duration prometheus.Histogram // seconds per refresh, failed ones included
+}
+
+// WatchVulnerabilities registers the vulnerability metrics' collector
+// (vulnmetrics.Collector: crowsnest_vulnerabilities and its kin) and the
+// metrics of their refreshes, which it returns for the refresher. Called
+// once, when the vulnerability metrics are on; otherwise all are absent.
+func (m *Metrics) WatchVulnerabilities(values prometheus.Collector) VulnRefresh {
+	r := VulnRefresh{
+		Errors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: "vulnerability_metrics",
+			Name: "refresh_errors_total", Help: "Failed refreshes of the vulnerability metrics from the store; the previous values stay exported."}),
+		Duration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: "vulnerability_metrics",
+			Name: "refresh_duration_seconds", Help: "Duration of the refreshes of the vulnerability metrics from the store, failed ones included.",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}),
+	}
+	m.Registry.MustRegister(values, r.Errors, r.Duration)
+	return r
 }
 
 func (m *Metrics) registerLimits() {

@@ -23,6 +23,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/hub"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/metrics"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/vulnmetrics"
 )
 
 // Config is everything the service needs.
@@ -59,6 +60,10 @@ type Config struct {
 	// keeps every report.
 	ReportRetention   time.Duration
 	RetentionInterval time.Duration
+	// VulnMetrics, when its Interval is positive, exports the fleet's
+	// vulnerability metrics, refreshed every Interval and soon after each
+	// report change and inventory this replica applies; zero: off.
+	VulnMetrics vulnmetrics.Options
 	// EventTiming tunes the event bus (zero: its defaults).
 	EventTiming    events.Timing
 	OriginPatterns []string
@@ -95,6 +100,8 @@ type Service struct {
 
 	stopRetention context.CancelFunc
 	retention     sync.WaitGroup
+	stopVulns     context.CancelFunc
+	vulns         sync.WaitGroup
 }
 
 // New opens the store (applying migrations), connects the event bus and
@@ -122,8 +129,9 @@ func New(ctx context.Context, c Config) (*Service, error) {
 		OnClients: func(n int) { m.WebSocketClients.Set(float64(n)) },
 		OnDrop:    m.WebSocketDropped.Inc,
 	})
+	vulns := newVulnMetrics(st, m, c.VulnMetrics, c.Logger)
 	bus, err := events.Start(ctx, events.Options{URL: c.NATSURL, Connect: c.NATSConnect, Store: st, Hub: h, Metrics: m, Logger: c.Logger,
-		Timing: c.EventTiming})
+		Timing: c.EventTiming, OnInventory: func(string) { vulns.Trigger() }})
 	if err != nil {
 		_ = st.Close()
 		return nil, err
@@ -169,10 +177,15 @@ func New(ctx context.Context, c Config) (*Service, error) {
 			Scopes: scopes, Proxy: c.Reads.Proxy, Now: c.Reads.Now}
 	}
 	api := httpapi.New(httpapi.Config{
-		Reads: reads, ReadRecheck: recheck, Store: st, Hub: h, Notifier: bus, Auth: auth, Metrics: m, NoMetrics: c.SeparateMetrics, MaxBOMBytes: c.MaxBOMBytes, Limits: c.Limits, UI: c.UI, Logger: c.Logger,
+		Reads: reads, ReadRecheck: recheck, Store: st, Hub: h, Notifier: triggering{bus, vulns}, Auth: auth, Metrics: m, NoMetrics: c.SeparateMetrics, MaxBOMBytes: c.MaxBOMBytes, Limits: c.Limits, UI: c.UI, Logger: c.Logger,
 		Checks: checks(st, bus, c.NATSURL != ""),
 	})
-	svc := &Service{Handler: api.Handler(), Store: st, Hub: h, Bus: bus, Metrics: m, stopRetention: func() {}}
+	svc := &Service{Handler: api.Handler(), Store: st, Hub: h, Bus: bus, Metrics: m, stopRetention: func() {}, stopVulns: func() {}}
+	if vulns != nil {
+		vctx, cancel := context.WithCancel(ctx)
+		svc.stopVulns = cancel
+		svc.vulns.Go(func() { vulns.Run(vctx) })
+	}
 	if c.ReportRetention > 0 {
 		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		svc.stopRetention = cancel
@@ -219,6 +232,8 @@ func checks(st *store.Store, bus *events.Bus, nats bool) []httpapi.Check {
 func (s *Service) Close() {
 	s.stopRetention()
 	s.retention.Wait()
+	s.stopVulns()
+	s.vulns.Wait()
 	s.Hub.Close()
 	s.Bus.Close()
 	_ = s.Store.Close()

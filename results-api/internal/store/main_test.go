@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,36 +12,17 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/store/storetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // errLog records the operations the store reported as failed.
-type errLog struct {
-	mu  sync.Mutex
-	ops []string
-}
-
-func (l *errLog) add(op string) { l.mu.Lock(); l.ops = append(l.ops, op); l.mu.Unlock() }
-
-func (l *errLog) list() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.ops...)
-}
+type errLog = storetest.ErrLog
 
 // open returns a store on a fresh database (migrations applied) and its
 // error log.
-func open(t *testing.T) (*store.Store, *errLog) {
-	t.Helper()
-	log := &errLog{}
-	st, err := store.Open(ctx(t), pgtest.NewDatabase(t), store.Options{OnError: log.add})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st, log
-}
+func open(t *testing.T) (*store.Store, *errLog) { return storetest.Open(t) }
 
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -55,7 +55,7 @@ func (a announcer) event(kind string, s report.Summary) (store.OutboxEvent, erro
 func openDSN(t *testing.T, dsn string, a store.Announcer) (*store.Store, *errLog) {
 	t.Helper()
 	log := &errLog{}
-	st, err := store.Open(ctx(t), dsn, store.Options{OnError: log.add, Announcer: a})
+	st, err := store.Open(ctx(t), dsn, store.Options{OnError: log.Add, Announcer: a})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func TestReplaceIsAtomic(t *testing.T) {
 	if bom, _ := readBOM(st, digest(2)); string(bom) != `{"old":true}` {
 		t.Fatalf("bom = %q", bom)
 	}
-	if ops := log.list(); !slices.Contains(ops, "put report") {
+	if ops := log.List(); !slices.Contains(ops, "put report") {
 		t.Errorf("error callback got %v, want put report", ops)
 	}
 	// A failing first upload stores nothing.
@@ -191,7 +191,7 @@ func TestErrors(t *testing.T) {
 	if _, err := st.GetSummary(c, digest(1)); !errors.Is(err, context.Canceled) {
 		t.Errorf("canceled: %v", err)
 	}
-	if ops := log.list(); len(ops) != 0 {
+	if ops := log.List(); len(ops) != 0 {
 		t.Errorf("canceled request counted as DB error: %v", ops)
 	}
 	_ = st.Close()
@@ -201,7 +201,7 @@ func TestErrors(t *testing.T) {
 	if err := st.Ping(ctx(t)); err == nil {
 		t.Error("ping on a closed store succeeded")
 	}
-	if ops := log.list(); !slices.Contains(ops, "count reports") {
+	if ops := log.List(); !slices.Contains(ops, "count reports") {
 		t.Errorf("error callback got %v, want count reports", ops)
 	}
 }

@@ -18,6 +18,7 @@ type Global struct {
 	NameOverride     string         `json:"nameOverride" jsonschema:"description=app.kubernetes.io/name of every object (default crowsnest),pattern=^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$,maxLength=40"`
 	FullnameOverride string         `json:"fullnameOverride" jsonschema:"description=Prefix of every object's name instead of the release name,pattern=^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$,maxLength=40"`
 	ImagePullSecrets []string       `json:"imagePullSecrets" jsonschema:"description=Names of pull Secrets for every Crowsnest Pod"`
+	ImageRegistry    string         `json:"imageRegistry" jsonschema:"description=Pull every image (Crowsnest's and Grype's and NATS and Postgres) as <imageRegistry>/<last path segment of its repository> (a mirror filled by make images-push REGISTRY=<imageRegistry>); empty: each repository as set,pattern=^$|^[a-z0-9][a-z0-9.:-]*(/[a-z0-9._-]+)*$"`
 	NATS             ExternalNATS   `json:"nats"`
 	ResultsAPI       GlobalAPI      `json:"resultsApi" jsonschema:"description=results-api settings the operator needs too"`
 	Database         ExternalDB     `json:"database"`
@@ -225,6 +226,16 @@ type Operator struct {
 	UploaderImage Image           `json:"uploaderImage" jsonschema:"description=Image of the scan Jobs' uploader container"`
 	GrypeImage    Image           `json:"grypeImage" jsonschema:"description=Grype image of the scan Jobs (a Scanner's spec.grypeImage overrides it)"`
 	Scans         OperatorScans   `json:"scans" jsonschema:"description=Cluster-wide scheduling of scan Jobs"`
+	// PodDisruptionBudget applies with replicas > 1 (leader election keeps one active).
+	PodDisruptionBudget PodDisruptionBudget `json:"podDisruptionBudget"`
+}
+
+// PodDisruptionBudget is a component's PodDisruptionBudget, rendered only
+// when the component runs more than one replica (with one, a budget would
+// block every node drain).
+type PodDisruptionBudget struct {
+	Enabled        bool `json:"enabled" jsonschema:"description=Render a PodDisruptionBudget when replicas > 1"`
+	MaxUnavailable int  `json:"maxUnavailable" jsonschema:"description=Pods a voluntary disruption (node drain) may take down at once,minimum=1"`
 }
 
 // OperatorScans is the cluster-wide scheduling of scan Jobs (operator
@@ -250,9 +261,19 @@ type ResultsAPI struct {
 	Auth        Auth     `json:"auth"`
 	ReadAuth    ReadAuth `json:"readAuth"`
 	// ReportRetention is --report-retention.
-	ReportRetention string     `json:"reportRetention" jsonschema:"description=Delete reports of images no namespace has run for longer than this (0s keeps them),pattern=^([0-9]+(ms|s|m|h))+$"`
-	WriteToken      WriteToken `json:"writeToken"`
-	Ingress         Ingress    `json:"ingress"`
+	ReportRetention string `json:"reportRetention" jsonschema:"description=Delete reports of images no namespace has run for longer than this (0s keeps them),pattern=^([0-9]+(ms|s|m|h))+$"`
+	// VulnMetrics are --vuln-metrics-interval and --vuln-metrics-max-namespaces.
+	VulnMetrics VulnMetrics `json:"vulnMetrics"`
+	WriteToken  WriteToken  `json:"writeToken"`
+	Ingress     Ingress     `json:"ingress"`
+	// PodDisruptionBudget applies with replicas > 1 (the default is 2).
+	PodDisruptionBudget PodDisruptionBudget `json:"podDisruptionBudget"`
+}
+
+// VulnMetrics tunes results-api's vulnerability metrics.
+type VulnMetrics struct {
+	Interval      string `json:"interval" jsonschema:"description=Recompute the vulnerability metrics from the database this often on each replica (0s turns them off),pattern=^([0-9]+(ms|s|m|h))+$"`
+	MaxNamespaces int    `json:"maxNamespaces" jsonschema:"description=Namespaces crowsnest_namespace_vulnerabilities exports at most (those with the most critical+high findings); crowsnest_namespace_vulnerabilities_truncated counts the others,minimum=1"`
 }
 
 // Auth is how results-api checks writers.
@@ -335,7 +356,7 @@ type Monitoring struct {
 	Interval                 string            `json:"interval" jsonschema:"pattern=^[0-9]+(ms|s|m|h)$"`
 	RunbookBaseURL           string            `json:"runbookBaseURL" jsonschema:"description=Each alert's runbook_url is this plus #<alert name in lower case> (docs/runbooks.md),pattern=^https?://"`
 	Rules                    Rules             `json:"rules"`
-	Dashboard                Dashboard         `json:"dashboard"`
+	Dashboards               Dashboards        `json:"dashboards"`
 }
 
 // ServiceAccountRef names a ServiceAccount in any namespace.
@@ -352,10 +373,11 @@ type Rules struct {
 	VulnDBMaxAge     int     `json:"vulnDBMaxAgeSeconds" jsonschema:"description=Alert when the matcher's DB is older than this many seconds,minimum=3600"`
 }
 
-// Dashboard is the Grafana dashboard ConfigMap.
-type Dashboard struct {
-	Enabled bool              `json:"enabled"`
-	Labels  map[string]string `json:"labels"`
+// Dashboards are the Grafana dashboard ConfigMaps.
+type Dashboards struct {
+	Enabled     bool              `json:"enabled" jsonschema:"description=Render the Grafana dashboard ConfigMaps (with monitoring.enabled; no Prometheus Operator API needed)"`
+	Labels      map[string]string `json:"labels" jsonschema:"description=Labels the Grafana dashboard sidecar selects the ConfigMaps by"`
+	Annotations map[string]string `json:"annotations" jsonschema:"description=Annotations on the ConfigMaps (e.g. grafana_folder)"`
 }
 
 // DefaultScanner is a Scanner the chart creates in each listed namespace.

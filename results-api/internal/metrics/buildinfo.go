@@ -1,0 +1,14 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/crowsnest-dev/crowsnest/api/buildinfo"
+)
+
+// registerBuildInfo exports crowsnest_build_info{version,revision,goversion} = 1.
+func (m *Metrics) registerBuildInfo() {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: buildinfo.Metric, Help: buildinfo.MetricHelp}, buildinfo.LabelNames())
+	g.With(buildinfo.Labels()).Set(1)
+	m.Registry.MustRegister(g)
+}
