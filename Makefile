@@ -14,6 +14,12 @@ export KUBEBUILDER_ASSETS ?= $(BIN)/k8s
 # -race everywhere: the hub, bus, relay and controller tests are concurrency
 # tests, and without the race detector they cannot catch data races.
 GO_TEST_FLAGS ?= -count=1 -race -timeout=20m
+# Two compilations of the dependency trees, not four: tests (and the metrics
+# reference, make generate) build with -race; everything else — binaries,
+# images, the lint's type information, binaries tests build — with
+# GOWORK=off CGO_ENABLED=0 -trimpath, so that Go's build cache shares each
+# package between them. A cold CI run compiles Kubernetes, Grype and the
+# rest once per flavour.
 # Every Go module with code: linted, tidy-checked and tested. Modules outside
 # go.work (the chart tests and the tool modules) are built with GOWORK=off,
 # so all of them are, to test each module exactly as it builds alone.
@@ -48,11 +54,11 @@ build: build-operator build-results-api build-uploader build-matcher build-notif
 
 .PHONY: build-operator
 build-operator: ## Build bin/operator.
-	cd operator && CGO_ENABLED=0 go build -trimpath -ldflags="$(GO_LDFLAGS)" -o $(BIN)/operator ./cmd
+	cd operator && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="$(GO_LDFLAGS)" -o $(BIN)/operator ./cmd
 
 .PHONY: build-results-api
 build-results-api: ## Build bin/results-api (embeds the web UI when web/dist exists).
-	cd results-api && CGO_ENABLED=0 go build -trimpath -ldflags="$(GO_LDFLAGS)" -o $(BIN)/results-api ./cmd/results-api
+	cd results-api && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="$(GO_LDFLAGS)" -o $(BIN)/results-api ./cmd/results-api
 
 .PHONY: build-web
 build-web: web-deps ## Build the dashboard (web/dist) and copy it into results-api's embedded UI.
@@ -79,7 +85,7 @@ build-kubectl-plugin: ## Build bin/kubectl-crowsnest (put it on PATH: kubectl cr
 
 .PHONY: build-uploader
 build-uploader: ## Build bin/uploader.
-	cd uploader && CGO_ENABLED=0 go build -trimpath -ldflags="$(GO_LDFLAGS)" -o $(BIN)/uploader .
+	cd uploader && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="$(GO_LDFLAGS)" -o $(BIN)/uploader .
 
 # The Grype CLI of the scan image, from the same wrapper module and with the
 # same version stamp as hack/tools.sh grype (which caches the host's build).
@@ -182,7 +188,7 @@ stack-deps: kube-assets pg-install
 	hack/tools.sh kwok nats-server grype
 	@if [[ -f web/package.json ]]; then $(MAKE) --no-print-directory build-web; fi
 	$(MAKE) --no-print-directory build-operator build-results-api build-uploader build-matcher build-notifier
-	cd test/stack && CGO_ENABLED=0 go build -trimpath -o $(BIN)/stack ./cmd/stack
+	cd test/stack && GOWORK=off CGO_ENABLED=0 go build -trimpath -o $(BIN)/stack ./cmd/stack
 
 .PHONY: bench
 bench: bench-operator bench-results-api ## Run the Go benchmarks (numbers: docs/benchmarks.md; bench-e2e runs the scale benchmark).
@@ -200,7 +206,7 @@ bench-operator-rss: kube-assets pg-install ## The operator binary as a separate 
 
 .PHONY: lint
 lint: tool-golangci-lint ## Lint every Go module with the shared config.
-	for m in $(GO_MODULES); do (cd $$m && echo "lint $$m" && GOWORK=off golangci-lint run --allow-parallel-runners --config $(ROOT)/.golangci.yml ./...); done
+	for m in $(GO_MODULES); do (cd $$m && echo "lint $$m" && GOWORK=off CGO_ENABLED=0 GOFLAGS="$$GOFLAGS -trimpath" golangci-lint run --allow-parallel-runners --config $(ROOT)/.golangci.yml ./...); done
 
 .PHONY: lint-openapi
 lint-openapi: web-deps ## Lint results-api's OpenAPI document with Redocly CLI's recommended rules (any error fails).
@@ -240,7 +246,7 @@ METRICS_REFERENCE_PKGS := results-api:./internal/metrics/ operator:./cmd/ matche
 
 .PHONY: generate-metrics
 generate-metrics: ## Rewrite docs/metrics/<component>.md from each component's real metric registry (the chart tests check alerts and dashboards against them).
-	for spec in $(METRICS_REFERENCE_PKGS); do m=$${spec%%:*}; (cd $$m && GOWORK=off UPDATE_METRICS_REFERENCE=1 go test -count=1 -run '^TestMetricsReference$$' $${spec#*:}); done
+	for spec in $(METRICS_REFERENCE_PKGS); do m=$${spec%%:*}; (cd $$m && GOWORK=off UPDATE_METRICS_REFERENCE=1 go test -count=1 -race -run '^TestMetricsReference$$' $${spec#*:}); done
 
 .PHONY: fixtures
 fixtures: ## Regenerate results-api/testdata/grype: real Grype output from offline images and a tiny v6 DB.

@@ -37,7 +37,7 @@ go_install() {
 	if [[ ! -x "$dir/$name" ]]; then
 		log "building $name $version (first run only)"
 		local start=$SECONDS
-		GOBIN="$dir" GOFLAGS=-mod=mod CGO_ENABLED=0 go install "$pkg@$version"
+		GOBIN="$dir" GOFLAGS=-mod=mod CGO_ENABLED=0 go install -trimpath "$pkg@$version"
 		log "built $name in $((SECONDS - start))s"
 	fi
 	link "$dir/$name" "$BIN/$name"

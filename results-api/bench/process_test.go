@@ -42,8 +42,11 @@ func startAPI(b *testing.B, dsn string, env []string, args ...string) *apiProces
 	bin := os.Getenv("CROWSNEST_BENCH_RESULTS_API")
 	if bin == "" {
 		bin = filepath.Join(b.TempDir(), "results-api")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/results-api")
+		// The flags of make build-results-api, so that the packages
+		// compiled for the binary are shared with it in Go's build cache.
+		build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/results-api")
 		build.Dir = ".."
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := build.CombinedOutput(); err != nil {
 			b.Fatalf("build results-api: %v\n%s", err, out)
 		}

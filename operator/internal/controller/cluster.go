@@ -1,8 +1,8 @@
 package controller
 
 import (
+	"container/heap"
 	"hash/fnv"
-	"sort"
 	"sync"
 	"time"
 
@@ -197,36 +197,84 @@ func (c *cluster) forget(owner types.NamespacedName) {
 // running the fewest Jobs (counting what it was given), the longest-waiting
 // of those first, each up to what it wants: max-min fairness, which is
 // round-robin when all start from nothing, and which gives a slot a busy
-// Scanner frees to one that has none.
+// Scanner frees to one that has none. It costs O((waiting + free) log
+// waiting): with a ClusterScanner over 2,000 namespaces every reconcile
+// calls it, most often with nothing free.
 func share(waiting map[types.NamespacedName]waiter, running map[types.NamespacedName]int, free int) map[types.NamespacedName]int {
-	keys := make([]types.NamespacedName, 0, len(waiting))
-	for k := range waiting {
-		keys = append(keys, k)
+	if free <= 0 || len(waiting) == 0 {
+		return nil
 	}
-	sort.Slice(keys, func(a, b int) bool {
-		wa, wb := waiting[keys[a]], waiting[keys[b]]
-		if !wa.since.Equal(wb.since) {
-			return wa.since.Before(wb.since)
-		}
-		return keys[a].String() < keys[b].String()
-	})
-	out := make(map[types.NamespacedName]int, len(keys))
-	for ; free > 0; free-- {
-		best := -1
-		for i, k := range keys {
-			if out[k] >= waiting[k].want {
-				continue
-			}
-			if best < 0 || running[k]+out[k] < running[keys[best]]+out[keys[best]] {
-				best = i
+	if free == 1 {
+		// The steady state while the cap is full: one Job ended. One pass,
+		// nothing allocated but the answer.
+		var best shareEntry
+		found := false
+		for k, w := range waiting {
+			if e := (shareEntry{key: k, since: w.since, load: running[k], want: w.want}); w.want > 0 && (!found || e.before(&best)) {
+				best, found = e, true
 			}
 		}
-		if best < 0 {
-			break
+		if !found {
+			return nil
 		}
-		out[keys[best]]++
+		return map[types.NamespacedName]int{best.key: 1}
+	}
+	h := make(shareQueue, 0, len(waiting))
+	for k, w := range waiting {
+		if w.want > 0 {
+			h = append(h, shareEntry{key: k, since: w.since, load: running[k], want: w.want})
+		}
+	}
+	heap.Init(&h)
+	out := make(map[types.NamespacedName]int, min(free, len(h)))
+	for ; free > 0 && len(h) > 0; free-- {
+		e := &h[0]
+		out[e.key]++
+		e.load++
+		if e.want--; e.want == 0 {
+			heap.Pop(&h)
+		} else {
+			heap.Fix(&h, 0)
+		}
 	}
 	return out
+}
+
+// shareEntry is a waiting Scanner in share's queue: load is what it runs
+// plus what it was given, want what it still wants.
+type shareEntry struct {
+	key        types.NamespacedName
+	since      time.Time
+	load, want int
+}
+
+// shareQueue is a min-heap: fewest Jobs first, then longest waiting, then
+// by namespace and name, so that equal Scanners are served in a fixed order.
+type shareQueue []shareEntry
+
+func (q shareQueue) Len() int           { return len(q) }
+func (q shareQueue) Less(i, j int) bool { return q[i].before(&q[j]) }
+
+// before orders share's queue.
+func (a *shareEntry) before(b *shareEntry) bool {
+	if a.load != b.load {
+		return a.load < b.load
+	}
+	if !a.since.Equal(b.since) {
+		return a.since.Before(b.since)
+	}
+	if a.key.Namespace != b.key.Namespace {
+		return a.key.Namespace < b.key.Namespace
+	}
+	return a.key.Name < b.key.Name
+}
+func (q shareQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *shareQueue) Push(x any)   { *q = append(*q, x.(shareEntry)) }
+func (q *shareQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
 }
 
 // rescanDelay takes one rescan from the cluster-wide rate: 0 when the

@@ -2,7 +2,11 @@ package controller
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +34,58 @@ func TestShareRoundRobinOldestFirst(t *testing.T) {
 			t.Errorf("free %d: shares %v, want a=%d b=%d c=%d", tt.free, got, tt.a, tt.b, tt.c)
 		}
 	}
+}
+
+// TestShareMatchesOneSlotAtATime: share's heap gives exactly what handing
+// the slots out one at a time by a full scan gives (the definition), on
+// random waiting sets with ties in load and in waiting time.
+func TestShareMatchesOneSlotAtATime(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 7))
+	for round := range 500 {
+		waiting := map[types.NamespacedName]waiter{}
+		running := map[types.NamespacedName]int{}
+		for i := range rng.IntN(30) {
+			k := key(fmt.Sprintf("ns-%02d", i))
+			waiting[k] = waiter{want: rng.IntN(4), since: t0.Add(time.Duration(rng.IntN(3)) * time.Second)}
+			running[k] = rng.IntN(3)
+		}
+		free := rng.IntN(40)
+		got, want := share(waiting, running, free), shareByScan(waiting, running, free)
+		for k := range waiting {
+			if got[k] != want[k] {
+				t.Fatalf("round %d, free %d, %v: share gives %d, one slot at a time gives %d", round, free, k, got[k], want[k])
+			}
+		}
+	}
+}
+
+// shareByScan is share's definition, written the slow way: each slot to the
+// first Scanner, in (waiting since, namespace, name) order, with the fewest
+// Jobs.
+func shareByScan(waiting map[types.NamespacedName]waiter, running map[types.NamespacedName]int, free int) map[types.NamespacedName]int {
+	keys := slices.SortedFunc(maps.Keys(waiting), func(a, b types.NamespacedName) int {
+		if c := waiting[a].since.Compare(waiting[b].since); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	out := map[types.NamespacedName]int{}
+	for ; free > 0; free-- {
+		best := -1
+		for i, k := range keys {
+			if out[k] < waiting[k].want && (best < 0 || running[k]+out[k] < running[keys[best]]+out[keys[best]]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		out[keys[best]]++
+	}
+	return out
 }
 
 // runningOf is a cache that shows running Jobs for digests.
@@ -216,5 +272,52 @@ func TestClassifySpreadsRescans(t *testing.T) {
 	}
 	if latest > 144*time.Minute || latest < 130*time.Minute {
 		t.Errorf("the last wakes in %v, want close to 10%% of 24h (2h24m)", latest)
+	}
+}
+
+// BenchmarkShare: one admit's fair share with a ClusterScanner over 2,000
+// namespaces all waiting and one slot free (the common case while the cap
+// is full), by share and by the one-slot-at-a-time definition. Both
+// give the same shares (TestShareMatchesOneSlotAtATime); the benchmark
+// checks that for its own input too.
+func BenchmarkShare(b *testing.B) {
+	waiting := map[types.NamespacedName]waiter{}
+	running := map[types.NamespacedName]int{}
+	for i := range 2000 {
+		k := key(fmt.Sprintf("ns-%04d", i))
+		waiting[k] = waiter{want: 1 + i%3, since: t0.Add(time.Duration(i%50) * time.Millisecond)}
+		running[k] = i % 2
+	}
+	for _, free := range []int{1, 50} {
+		if got, want := share(waiting, running, free), shareByScan(waiting, running, free); !maps.Equal(got, want) {
+			b.Fatalf("free %d: share %v, definition %v", free, got, want)
+		}
+		b.Run(fmt.Sprintf("share/free=%d", free), func(b *testing.B) {
+			for b.Loop() {
+				share(waiting, running, free)
+			}
+		})
+		b.Run(fmt.Sprintf("definition/free=%d", free), func(b *testing.B) {
+			for b.Loop() {
+				shareByScan(waiting, running, free)
+			}
+		})
+	}
+}
+
+// TestPeerDelayScalesWithScanners: other Scanners' Jobs wake a Scanner
+// after statusDelay, longer when there are so many Scanners that their
+// wake-ups would exceed peerWakeupsPerSecond, never longer than
+// maxPeerDelay.
+func TestPeerDelayScalesWithScanners(t *testing.T) {
+	for _, tt := range []struct {
+		scanners int64
+		want     time.Duration
+	}{{0, statusDelay}, {200, statusDelay}, {400, 10 * time.Second}, {2000, 50 * time.Second}, {100000, maxPeerDelay}} {
+		r := &ScannerReconciler{}
+		r.scannerCount.Store(tt.scanners)
+		if got := r.peerDelay(); got != tt.want {
+			t.Errorf("%d Scanners: peer delay %v, want %v", tt.scanners, got, tt.want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -36,7 +37,10 @@ func SetupClusterScanner(mgr ctrl.Manager, opts ClusterScannerOptions) error {
 		Watches(&crowsnestv1alpha1.ClusterScanner{}, handler.EnqueueRequestsFromMapFunc(r.allClusterScanners),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.allClusterScanners), builder.WithPredicates(namespaceChanged)).
-		Watches(&crowsnestv1alpha1.Scanner{}, handler.EnqueueRequestsFromMapFunc(r.clusterScannersForScanner), builder.WithPredicates(scannerChangedForCluster))
+		Watches(&crowsnestv1alpha1.Scanner{}, handler.EnqueueRequestsFromMapFunc(r.clusterScannersForScanner), builder.WithPredicates(scannerChangedForCluster)).
+		// A generated Scanner's counts change with every scan in its
+		// namespace; the ClusterScanner sums them once per statusDelay.
+		Watches(&crowsnestv1alpha1.Scanner{}, enqueueAfter(func() time.Duration { return statusDelay }, r.clusterScannersForScanner), builder.WithPredicates(generatedCountsChanged))
 	if opts.ServiceAccount != "" {
 		b = b.Watches(&corev1.ServiceAccount{}, handler.EnqueueRequestsFromMapFunc(r.allClusterScanners),
 			builder.WithPredicates(scanServiceAccountDeleted(opts.ServiceAccount)))
@@ -116,9 +120,8 @@ var namespaceChanged = predicate.Funcs{
 }
 
 // scannerChangedForCluster passes creations, deletions and changes of what
-// decides ownership or the generated spec; and, for generated Scanners, of
-// the counts their ClusterScanner sums. A namespace's own Scanner's status
-// updates pass nothing.
+// decides ownership or the generated spec. Status updates pass nothing
+// (generatedCountsChanged passes a generated Scanner's new counts).
 var scannerChangedForCluster = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*crowsnestv1alpha1.Scanner)
@@ -126,12 +129,22 @@ var scannerChangedForCluster = predicate.Funcs{
 		if !ok1 || !ok2 {
 			return false
 		}
-		if o.Generation != n.Generation || !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+		return o.Generation != n.Generation || !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
 			!equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences) ||
-			!equality.Semantic.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp) {
-			return true
-		}
-		return generatedBy(n) != nil && !sameCounts(&o.Status, &n.Status)
+			!equality.Semantic.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp)
+	},
+}
+
+// generatedCountsChanged passes only the status updates of generated
+// Scanners that change the counts their ClusterScanner sums.
+var generatedCountsChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*crowsnestv1alpha1.Scanner)
+		n, ok2 := e.ObjectNew.(*crowsnestv1alpha1.Scanner)
+		return ok1 && ok2 && generatedBy(n) != nil && !sameCounts(&o.Status, &n.Status)
 	},
 }
 

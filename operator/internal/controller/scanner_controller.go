@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -88,6 +89,11 @@ type ScannerReconciler struct {
 	// slot to.
 	wakeups chan event.GenericEvent
 
+	// scanners are the Scanners reconciled so far (not yet gone), counted
+	// for peerDelay.
+	scanners     sync.Map
+	scannerCount atomic.Int64
+
 	mu             sync.Mutex
 	lookupFailures map[types.NamespacedName]int
 	notPermitted   map[types.NamespacedName]notPermitted
@@ -108,6 +114,9 @@ func (r *ScannerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	var s crowsnestv1alpha1.Scanner
 	if err := r.Get(ctx, req.NamespacedName, &s); err != nil {
 		if apierrors.IsNotFound(err) {
+			if _, ok := r.scanners.LoadAndDelete(req.NamespacedName); ok {
+				r.scannerCount.Add(-1)
+			}
 			r.lookupFailed(req.NamespacedName, false)
 			r.stall(req.NamespacedName, nil, "")
 			r.cluster.forget(req.NamespacedName)
@@ -122,6 +131,9 @@ func (r *ScannerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		// A foreground deletion waits for the Jobs, which wait for their
 		// finalizers.
 		return ctrl.Result{}, r.releaseJobs(ctx, s.Namespace, s.Name)
+	}
+	if _, known := r.scanners.LoadOrStore(req.NamespacedName, struct{}{}); !known {
+		r.scannerCount.Add(1)
 	}
 	before := s.DeepCopy()
 	var out outcome

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/bus"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/discovery"
@@ -190,7 +191,11 @@ func (r *ScannerReconciler) setupWithManager(mgr ctrl.Manager, workers int) erro
 		For(&crowsnestv1alpha1.Scanner{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, requestedAtChanged))).
 		Owns(&batchv1.Job{}, builder.WithPredicates(jobChanged)).
 		WatchesRawSource(podSource{pods: r.pods, scanners: r.Client}).
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.scannersOfDigest), builder.WithPredicates(predicate.Or[client.Object](jobChanged, outcomeRecorded)))
+		// Other Scanners that see the digest: a Job's start, progress, end
+		// and deletion change only their counts (coalesced, statusDelay); a
+		// recorded failure may be theirs to retry at once.
+		Watches(&batchv1.Job{}, enqueueAfter(r.peerDelay, r.scannersOfDigest), builder.WithPredicates(predicate.Or[client.Object](jobChanged, outcomeRecorded))).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.scannersOfDigest), builder.WithPredicates(failureRecorded))
 	if r.rescans != nil {
 		b = b.WatchesRawSource(source.Channel(r.rescans, &handler.EnqueueRequestForObject{}))
 	}
@@ -226,6 +231,64 @@ func (r *ScannerReconciler) scannersOfDigest(ctx context.Context, obj client.Obj
 		}
 	}
 	return reqs
+}
+
+// statusDelay is how long a ClusterScanner may take to sum its generated
+// Scanners' new counts, and at least how long a Scanner may take to hear of
+// a scan Job another Scanner owns (it starts, ends or goes): see peerDelay.
+// Such wake-ups are coalesced over it: the work queue keeps one pending
+// request per object, due at the earliest time, so a namespace that runs a
+// hundred digests scanned in the same minute reconciles a few times, not
+// three hundred, and a ClusterScanner over 2,000 namespaces sums their
+// counts once per statusDelay, not once per scan. The Job's own Scanner
+// hears of it at once (owner reference), and so do the others when it
+// failed (failureRecorded): that may be theirs to retry.
+const statusDelay = 5 * time.Second
+
+// peerWakeupsPerSecond bounds, cluster-wide, how many Scanners per second
+// wake for other Scanners' Jobs: each such reconcile writes its status when
+// its counts changed, and with a ClusterScanner over 2,000 namespaces a
+// fixed 5 s would be 400 status writes a second for the API server while a
+// wave of scans runs. maxPeerDelay caps the resulting staleness of counts.
+const (
+	peerWakeupsPerSecond = 40
+	maxPeerDelay         = time.Minute
+)
+
+// peerDelay is how long a Scanner may take to hear of another Scanner's
+// Job: statusDelay, or longer when there are more Scanners than
+// peerWakeupsPerSecond × statusDelay (50 s at 2,000).
+func (r *ScannerReconciler) peerDelay() time.Duration {
+	n := time.Duration(r.scannerCount.Load())
+	return min(max(statusDelay, n*time.Second/peerWakeupsPerSecond), maxPeerDelay)
+}
+
+// enqueueAfter is handler.EnqueueRequestsFromMapFunc whose requests are due
+// after delay() (see statusDelay).
+func enqueueAfter(delay func() time.Duration, fn handler.MapFunc) handler.EventHandler {
+	add := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		if obj == nil {
+			return
+		}
+		d := delay()
+		for _, req := range fn(ctx, obj) {
+			q.AddAfter(req, d)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.Object, q)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.Object, q)
+		},
+	}
 }
 
 // podSource turns the pod cache's changes into reconciles of the Scanners
@@ -270,6 +333,19 @@ var outcomeRecorded = predicate.Funcs{
 	DeleteFunc: func(event.DeleteEvent) bool { return false },
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		return e.ObjectOld.GetAnnotations()[scanjob.AnnotationOutcome] != e.ObjectNew.GetAnnotations()[scanjob.AnnotationOutcome]
+	},
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// failureRecorded passes the patch that records a scan Job's failure: when
+// the image could not be pulled from the Job's namespace, another namespace
+// that runs the digest tries at once (need.go, elsewhere).
+var failureRecorded = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	DeleteFunc: func(event.DeleteEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetAnnotations()[scanjob.AnnotationOutcome] != string(eventsv1.OutcomeFailed) &&
+			e.ObjectNew.GetAnnotations()[scanjob.AnnotationOutcome] == string(eventsv1.OutcomeFailed)
 	},
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }

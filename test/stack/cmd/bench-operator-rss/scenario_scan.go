@@ -26,6 +26,16 @@ type scanRun struct {
 	Idle             idleStats
 	Latency          []time.Duration
 	Exit             error
+	Scan             scanCost // start → all scanned
+}
+
+// scanCost is what scanning everything cost the operator: CPU seconds and
+// reconciles per controller, from its start until every Scanner's status
+// said all scanned.
+type scanCost struct {
+	CPU                     float64
+	Jobs                    int
+	Scanner, ClusterScanner float64
 }
 
 // scanScenario: Pods whose digests have no report; the operator creates
@@ -155,6 +165,11 @@ func (b *bench) waitScanned(ctx context.Context, be *backend, p *operatorProcess
 			if err == nil && t.done(l.Namespaces) {
 				r.AllScanned = time.Since(p.Started)
 				r.Rows = append(r.Rows, b.row(ctx, p, "all scanned"))
+				r.Scan = scanCost{CPU: p.Samples.Now().CPU, Jobs: c.Created}
+				if m, err := p.Scrape(ctx); err == nil {
+					r.Scan.Scanner = m.Sum("controller_runtime_reconcile_total", `controller="scanner"`)
+					r.Scan.ClusterScanner = m.Sum("controller_runtime_reconcile_total", `controller="clusterscanner"`)
+				}
 				return nil
 			}
 			if time.Now().After(next) {

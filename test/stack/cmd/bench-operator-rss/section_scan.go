@@ -33,6 +33,10 @@ func scanSection(name string, size Size, r scanRun) *section {
 	if len(r.Jobs.Duplicates) > 0 {
 		s.linef("  - e.g. %s", strings.Join(r.Jobs.Duplicates[:min(5, len(r.Jobs.Duplicates))], "; "))
 	}
+	if c := r.Scan; c.Jobs > 0 {
+		s.linef("- scanning it all cost the operator %.1f CPU s (%.2f per Job) and %v Scanner + %v ClusterScanner reconciles (%.1f per Job)",
+			c.CPU, c.CPU/float64(c.Jobs), c.Scanner, c.ClusterScanner, (c.Scanner+c.ClusterScanner)/float64(c.Jobs))
+	}
 	s.linef("- RSS settled (median of the idle window's last 30 s): **%s MiB**; peak %s MiB (VmHWM; highest sample %s MiB); heap in use %s MiB",
 		mibi(r.Settled), mibi(r.HWM), mibi(r.PeakSampled), mib(r.HeapInuse))
 	s.linef("- idle %v after everything was scanned: %.2f CPU s (%.2f per minute), %v reconciles, %v timed requeues",
