@@ -206,7 +206,7 @@ bench-operator-rss: kube-assets pg-install ## The operator binary as a separate 
 
 .PHONY: lint
 lint: tool-golangci-lint ## Lint every Go module with the shared config.
-	for m in $(GO_MODULES); do (cd $$m && echo "lint $$m" && GOWORK=off CGO_ENABLED=0 GOFLAGS="$$GOFLAGS -trimpath" golangci-lint run --allow-parallel-runners --config $(ROOT)/.golangci.yml ./...); done
+	for m in $(GO_MODULES); do (cd $$m && echo "lint $$m" && GOWORK=off CGO_ENABLED=0 GOFLAGS="$${GOFLAGS:-} -trimpath" golangci-lint run --allow-parallel-runners --config $(ROOT)/.golangci.yml ./...); done
 
 .PHONY: lint-openapi
 lint-openapi: web-deps ## Lint results-api's OpenAPI document with Redocly CLI's recommended rules (any error fails).
