@@ -2,13 +2,11 @@ package bench
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
@@ -123,30 +121,11 @@ func BenchmarkScopedList(b *testing.B) {
 // every namespace has its inventory_namespaces row.
 func seedInventory(b *testing.B, dsn string, images, namespaces int) {
 	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	for _, q := range []string{
-		`INSERT INTO inventory (namespace, kind, name, container, digest, image, pods)
+	execSeed(b, dsn,
+		seedStmt{`INSERT INTO inventory (namespace, kind, name, container, digest, image, pods)
 SELECT 'ns-' || lpad((i % $2::int)::text, 4, '0'), 'Deployment', 'app' || i, 'main', 'sha256:' || lpad(to_hex(i), 64, '0'), 'app:' || i, 2
-FROM generate_series(1, $1::int) i`,
-		`INSERT INTO inventory_namespaces (namespace, event_time, event_id, applied_at)
-SELECT 'ns-' || lpad(n::text, 4, '0'), now(), 'seed', now() FROM generate_series(0, $1::int - 1) n`,
-		`ANALYZE`,
-	} {
-		var args []any
-		switch {
-		case strings.HasPrefix(q, "INSERT INTO inventory "):
-			args = []any{images, namespaces}
-		case strings.HasPrefix(q, "INSERT INTO inventory_namespaces"):
-			args = []any{namespaces}
-		}
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			b.Fatalf("seed inventory: %v", err)
-		}
-	}
+FROM generate_series(1, $1::int) i`, []any{images, namespaces}},
+		seedStmt{`INSERT INTO inventory_namespaces (namespace, event_time, event_id, applied_at)
+SELECT 'ns-' || lpad(n::text, 4, '0'), now(), 'seed', now() FROM generate_series(0, $1::int - 1) n`, []any{namespaces}},
+		seedStmt{"ANALYZE", nil})
 }

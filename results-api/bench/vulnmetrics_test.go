@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 	"time"
 
@@ -59,17 +58,7 @@ func BenchmarkVulnMetricsRefresh(b *testing.B) {
 // week list 5 of their findings as new.
 func seedRuntime(b *testing.B, dsn string, n, namespaces int) {
 	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	for _, st := range []struct {
-		sql  string
-		args []any
-	}{
+	execSeed(b, dsn, []seedStmt{
 		{`INSERT INTO inventory (namespace, kind, name, container, digest, image, pods)
 SELECT 'ns-' || (i % $2), 'Deployment', 'app-' || i, 'app', 'sha256:' || lpad(to_hex(i), 64, '0'), 'img', 1
 FROM generate_series(1, $1 * 9 / 10) i
@@ -87,9 +76,5 @@ FROM generate_series(1, least($1, 2000)) i`, []any{n}},
 SELECT c.id, 'new', f.vuln_id, f.severity, f.pkg_name, f.pkg_version, f.pkg_type
 FROM report_changes c, LATERAL (SELECT * FROM findings f WHERE f.digest = c.digest ORDER BY f.id LIMIT 5) f`, nil},
 		{`ANALYZE`, nil},
-	} {
-		if _, err := db.ExecContext(ctx, st.sql, st.args...); err != nil {
-			b.Fatalf("seed runtime: %v\n%s", err, st.sql)
-		}
-	}
+	}...)
 }

@@ -7,8 +7,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-
-	"github.com/crowsnest-dev/crowsnest/api/cli"
 )
 
 // TestVersion: --version skips every other check and run prints the build
@@ -31,21 +29,19 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// TestLogFormat: --log-format picks JSON (default) or key=value lines and
-// refuses anything else.
+// TestLogFormat: notifier logs JSON unless --log-format or CROWSNEST_LOG_FORMAT
+// says otherwise (api/cli tests the formats and refuses unknown ones).
 func TestLogFormat(t *testing.T) {
-	for format, want := range map[string]string{"json": `"msg":"hello"`, "text": "msg=hello"} {
-		var out bytes.Buffer
-		log, err := cli.NewLogger("info", format, &out)
-		if err != nil {
-			t.Fatal(err)
+	for value, want := range map[string]string{"": "json", "text": "text"} {
+		env := func(k string) string {
+			if k == "CROWSNEST_LOG_FORMAT" {
+				return value
+			}
+			return ""
 		}
-		log.Info("hello")
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("--log-format=%s wrote %q", format, out.String())
+		o, err := parse(nil, env, io.Discard)
+		if err != nil || o.logFormat != want {
+			t.Errorf("CROWSNEST_LOG_FORMAT=%q: --log-format %q (%v), want %q", value, o.logFormat, err, want)
 		}
-	}
-	if _, err := cli.NewLogger("info", "logfmt", io.Discard); err == nil || !strings.Contains(err.Error(), "--log-format") {
-		t.Errorf("--log-format=logfmt: err = %v", err)
 	}
 }
