@@ -268,6 +268,9 @@ func TestServeRematchAndEvents(t *testing.T) {
 	}
 	s.stop()
 	s = startServe(t, args)
+	// NATS comes back only once the restarted matcher has tried and
+	// failed to publish (checked again in checkMetricsAfterRestart).
+	waitPublishFailure(t, s.base)
 	if err := ns.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -321,6 +324,32 @@ func TestServeRematchAndEvents(t *testing.T) {
 	s.stop()
 }
 
+// publishFailuresLine starts the metric line of failed vulndb.updated
+// publishes.
+const publishFailuresLine = `crowsnest_events_publish_failures_total{subject="crowsnest.vulndb.updated"} `
+
+// waitPublishFailure waits (up to a minute) until the matcher at base has
+// counted a failed vulndb.updated publish.
+func waitPublishFailure(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(body), publishFailuresLine) && !strings.Contains(string(body), publishFailuresLine+"0\n") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the restarted matcher counted no failed publish with NATS down")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func checkMetricsAfterRestart(t *testing.T, base string) {
 	t.Helper()
 	resp, err := http.Get(base + "/metrics")
@@ -339,8 +368,7 @@ func checkMetricsAfterRestart(t *testing.T, base string) {
 		}
 	}
 	// The restarted matcher found NATS down: its failures were counted.
-	if strings.Contains(string(body), `crowsnest_events_publish_failures_total{subject="crowsnest.vulndb.updated"} 0`) ||
-		!strings.Contains(string(body), `crowsnest_events_publish_failures_total{subject="crowsnest.vulndb.updated"} `) {
+	if strings.Contains(string(body), publishFailuresLine+"0\n") || !strings.Contains(string(body), publishFailuresLine) {
 		t.Error("no publish failure counted while NATS was down")
 	}
 }
