@@ -148,7 +148,7 @@ test-tools: ## Tests of the tool modules: the Grype fixture/DB builders.
 
 # BENCH_PKGS are the packages with Go benchmarks; bench-smoke runs each
 # benchmark once so the checks inside them run and they cannot rot.
-BENCH_PKGS := operator:./internal/controller/,./internal/discovery/ results-api:./bench/ matcher:./internal/rematch/
+BENCH_PKGS := operator:./internal/controller/,./internal/discovery/,./internal/podcache/ results-api:./bench/ matcher:./internal/rematch/
 
 .PHONY: bench-smoke
 bench-smoke: kube-assets pg-install ## Run every Go benchmark once (-benchtime 1x): correctness checks only, no numbers.

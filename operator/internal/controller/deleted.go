@@ -65,7 +65,7 @@ func (d *deletedReports) Start(ctx context.Context) error {
 		case digest := <-d.digests:
 			namespaces := map[string]bool{}
 			for _, p := range d.pods.Running(digest) {
-				namespaces[p.Namespace] = true
+				namespaces[p.Namespace()] = true
 			}
 			for _, ns := range sortedKeys(namespaces) {
 				var list crowsnestv1alpha1.ScannerList

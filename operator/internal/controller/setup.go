@@ -218,12 +218,13 @@ func (r *ScannerReconciler) scannersOfDigest(ctx context.Context, obj client.Obj
 	seen := map[string]bool{}
 	var reqs []reconcile.Request
 	for _, p := range r.pods.Running(digest) {
-		if seen[p.Namespace] {
+		ns := p.Namespace()
+		if seen[ns] {
 			continue
 		}
-		seen[p.Namespace] = true
+		seen[ns] = true
 		var list crowsnestv1alpha1.ScannerList
-		if err := r.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
+		if err := r.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			continue
 		}
 		for _, s := range list.Items {

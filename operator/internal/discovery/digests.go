@@ -3,8 +3,7 @@ package discovery
 import (
 	"errors"
 	"sort"
-
-	corev1 "k8s.io/api/core/v1"
+	"unique"
 )
 
 // Bounds on what is remembered per digest.
@@ -43,12 +42,14 @@ type Inventory struct {
 // It reads the cache's Pods in place and never copies them.
 func Collect(pods []*Pod, ignoreLabel string) Inventory {
 	inv := Inventory{Targets: map[string]*Target{}, NotPullable: map[string]*Target{}}
-	// Thousands of containers share a few hundred imageIDs: parse each once.
+	// Thousands of containers share a few hundred imageIDs: parse each
+	// once, found by the container's handle (a pointer) rather than by
+	// hashing its imageID.
 	type parsed struct {
 		img Image
 		err error
 	}
-	seen := map[string]parsed{}
+	seen := map[unique.Handle[Container]]parsed{}
 	for _, p := range pods {
 		if v, _ := p.Label(ignoreLabel); v == "true" {
 			continue
@@ -56,14 +57,14 @@ func Collect(pods []*Pod, ignoreLabel string) Inventory {
 		if v, _ := p.Label(ManagedByLabel); v == ManagedByValue {
 			continue
 		}
-		if p.Phase == corev1.PodSucceeded || p.Phase == corev1.PodFailed || p.Deleting {
+		if p.Finished() {
 			continue
 		}
-		for _, c := range p.Containers {
-			pr, ok := seen[c.ImageID]
+		for _, h := range p.containers {
+			pr, ok := seen[h]
 			if !ok {
-				pr.img, pr.err = Normalize(c.ImageID)
-				seen[c.ImageID] = pr
+				pr.img, pr.err = Normalize(h.Value().ImageID)
+				seen[h] = pr
 			}
 			img, err := pr.img, pr.err
 			switch {
@@ -97,13 +98,13 @@ func add(t *Target, img Image, p *Pod) *Target {
 	}
 	t.lastPod = p
 	t.PodCount++
-	if t.Node == "" || (p.NodeName != "" && p.NodeName < t.Node) {
-		t.Node = p.NodeName
+	if node := p.NodeName(); t.Node == "" || (node != "" && node < t.Node) {
+		t.Node = node
 	}
 	if len(t.Pods) < MaxPodsPerDigest {
 		t.Pods = append(t.Pods, p.Name)
 	}
-	for _, s := range p.PullSecrets {
+	for s := range p.PullSecrets() {
 		if len(t.PullSecrets) >= MaxSecretsPerDigest {
 			break
 		}

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sort"
 
-	corev1 "k8s.io/api/core/v1"
-
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/discovery"
 )
@@ -34,11 +32,11 @@ func Build(namespace string, labels map[string]string, pods []*discovery.Pod, re
 	counts := map[workloadKey]map[containerKey]int{}
 	digests := map[string]string{} // imageID → digest ("" when it holds none)
 	for _, p := range pods {
-		if p.Phase == corev1.PodSucceeded || p.Phase == corev1.PodFailed || p.Deleting || len(p.Containers) == 0 {
+		if p.Finished() || p.NumContainers() == 0 {
 			continue
 		}
 		var w workloadKey
-		for _, c := range p.Containers {
+		for c := range p.Containers() {
 			d, ok := digests[c.ImageID]
 			if !ok {
 				d = digestOf(c.ImageID)
@@ -48,7 +46,7 @@ func Build(namespace string, labels map[string]string, pods []*discovery.Pod, re
 				continue
 			}
 			if w.kind == "" {
-				w.kind, w.name = resolve(namespace, p.Name, p.Owner)
+				w.kind, w.name = resolve(namespace, p.Name, p.Owner())
 			}
 			if counts[w] == nil {
 				counts[w] = map[containerKey]int{}

@@ -1,6 +1,6 @@
 // Package podcache is the operator's cache of workload Pods: a client-go
-// informer that stores each Pod as a compact discovery.Pod (about a quarter
-// of a corev1.Pod, strings interned), indexed by namespace and by digest, and
+// informer that stores each Pod as a compact discovery.Pod (64 bytes and
+// handles to what replicas share), indexed by namespace and by digest, and
 // read in place, never copied. controller-runtime's cache stores whole
 // corev1.Pods and copies each one into a List's result, which at 100,000
 // Pods is what outgrew the operator's memory limit. The operator's own scan
@@ -48,7 +48,7 @@ func New(cfg *rest.Config, namespaces []string) (*Cache, error) {
 			o.LabelSelector = selector
 		})
 		inf := toolscache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, toolscache.SharedIndexInformerOptions{
-			Indexers: toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc, DigestIndex: digestIndex},
+			Indexers: indexers(),
 		})
 		if err := inf.SetTransform(discovery.TransformCompact); err != nil {
 			return nil, fmt.Errorf("pod cache transform: %w", err)
@@ -56,6 +56,11 @@ func New(cfg *rest.Config, namespaces []string) (*Cache, error) {
 		c.informers = append(c.informers, inf)
 	}
 	return c, nil
+}
+
+// indexers are the cache's indexes: by namespace and by digest.
+func indexers() toolscache.Indexers {
+	return toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc, DigestIndex: digestIndex}
 }
 
 func digestIndex(obj any) ([]string, error) {
@@ -152,14 +157,14 @@ func (c *Cache) OnChange(fn func(namespace string)) error {
 	h := toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			if p, ok := obj.(*discovery.Pod); ok && !initial {
-				fn(p.Namespace)
+				fn(p.Namespace())
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*discovery.Pod)
 			n, ok2 := newObj.(*discovery.Pod)
 			if ok1 && ok2 && discovery.Relevant(o, n) {
-				fn(n.Namespace)
+				fn(n.Namespace())
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -167,7 +172,7 @@ func (c *Cache) OnChange(fn func(namespace string)) error {
 				obj = t.Obj
 			}
 			if p, ok := obj.(*discovery.Pod); ok {
-				fn(p.Namespace)
+				fn(p.Namespace())
 			}
 		},
 	}

@@ -157,7 +157,7 @@ func start(t *testing.T, ctx context.Context, cfg *rest.Config, namespaces []str
 func names(pods []*discovery.Pod) string {
 	out := make([]string, len(pods))
 	for i, p := range pods {
-		out[i] = p.Namespace + "/" + p.Name
+		out[i] = p.Namespace() + "/" + p.Name
 	}
 	sort.Strings(out)
 	s := fmt.Sprint(out)
