@@ -16,10 +16,10 @@ export KUBEBUILDER_ASSETS ?= $(BIN)/k8s
 GO_TEST_FLAGS ?= -count=1 -race -timeout=20m
 # Two compilations of the dependency trees, not four: tests (and the metrics
 # reference, make generate) build with -race; everything else — binaries,
-# images, the lint's type information, binaries tests build — with
-# GOWORK=off CGO_ENABLED=0 -trimpath, so that Go's build cache shares each
-# package between them. A cold CI run compiles Kubernetes, Grype and the
-# rest once per flavour.
+# images, the lint's type information, binaries tests build, the benchmark
+# smoke run and the chart's generators — with GOWORK=off CGO_ENABLED=0
+# -trimpath, so that Go's build cache shares each package between them. A
+# cold CI run compiles Kubernetes, Grype and the rest once per flavour.
 # Every Go module with code: linted, tidy-checked and tested. Modules outside
 # go.work (the chart tests and the tool modules) are built with GOWORK=off,
 # so all of them are, to test each module exactly as it builds alone.
@@ -153,7 +153,7 @@ BENCH_PKGS := operator:./internal/controller/,./internal/discovery/,./internal/p
 .PHONY: bench-smoke
 bench-smoke: kube-assets pg-install ## Run every Go benchmark once (-benchtime 1x): correctness checks only, no numbers.
 	for spec in $(BENCH_PKGS); do m=$${spec%%:*}; pkgs=$${spec#*:}; \
-	  (cd $$m && GOWORK=off CROWSNEST_BENCH_SMOKE=1 go test -count=1 -timeout=20m -run '^$$' -bench . -benchtime 1x $${pkgs//,/ }); done
+	  (cd $$m && GOWORK=off CGO_ENABLED=0 CROWSNEST_BENCH_SMOKE=1 go test -trimpath -count=1 -timeout=20m -run '^$$' -bench . -benchtime 1x $${pkgs//,/ }); done
 
 .PHONY: test-web
 test-web: pg-install web-deps ## Web type check, unit tests, bundle budget, and browser tests in Debian's Chromium on a real results-api.
@@ -237,8 +237,8 @@ generate-operator: tool-controller-gen ## Regenerate the Scanner deepcopy and CR
 generate-chart: generate-operator ## Copy the operator's generated CRD and RBAC role into the chart; regenerate values.schema.json.
 	cp operator/config/crd/bases/crowsnest.dev_scanners.yaml operator/config/crd/bases/crowsnest.dev_clusterscanners.yaml helm/crowsnest/crds/
 	cp operator/config/rbac/role.yaml operator/config/rbac/leader_election_role.yaml helm/crowsnest/charts/operator/files/
-	cd test/chart && GOWORK=off go run ./cmd/chartschema -o $(ROOT)/helm/crowsnest/values.schema.json
-	cd test/chart && GOWORK=off go run ./cmd/natsperm -o $(ROOT)/helm/crowsnest/charts/nats/files/permissions.json
+	cd test/chart && GOWORK=off CGO_ENABLED=0 go run -trimpath ./cmd/chartschema -o $(ROOT)/helm/crowsnest/values.schema.json
+	cd test/chart && GOWORK=off CGO_ENABLED=0 go run -trimpath ./cmd/natsperm -o $(ROOT)/helm/crowsnest/charts/nats/files/permissions.json
 
 # METRICS_REFERENCE_PKGS are module:package pairs whose TestMetricsReference
 # builds a component's Prometheus registry as its binary does.
