@@ -82,6 +82,15 @@ func TestCompactKeepsWhatIsRead(t *testing.T) {
 	}
 }
 
+// TestPodSize: the Pod cache's memory at 100,000 Pods is budgeted on a
+// 64-byte Pod (docs/benchmarks.md); a new field goes into podMeta, which
+// replicas share, unless every Pod really differs in it.
+func TestPodSize(t *testing.T) {
+	if s := unsafe.Sizeof(Pod{}); s != 64 {
+		t.Errorf("a Pod is %d bytes, want 64", s)
+	}
+}
+
 // TestCompactSharesAcrossCollections: replicas compacted with garbage
 // collections in between still share one copy of what they have in common.
 // Interning through unique.Make(s).Value() alone does not: the string does
