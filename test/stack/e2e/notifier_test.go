@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +95,34 @@ func TestNotifierTellsOnceAboutANewImage(t *testing.T) {
 			len(it.Workloads) != 1 || it.Workloads[0] != "Pod/app" {
 			t.Errorf("notification item %+v, want kind new or running in %s for Pod/app with a dashboard link", it, ns)
 		}
+	}
+}
+
+// TestNATSFileStoreLimitIsFixed: the stack's NATS has the chart's 1 GiB
+// file-store limit, not one derived from the free disk, so the notifier's
+// 256 MiB state bucket is admitted however full the machine's disk is (a CI
+// run on a disk with a few hundred MB free lost the notifier to
+// "insufficient storage resources").
+func TestNATSFileStoreLimitIsFixed(t *testing.T) {
+	ctx := withTimeout(t, 30*time.Second)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/jsz", shared.NATS.MonitorPort), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var jsz struct {
+		Config struct {
+			MaxStorage int64 `json:"max_storage"`
+		} `json:"config"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&jsz); err != nil {
+		t.Fatal(err)
+	}
+	if jsz.Config.MaxStorage != 1<<30 {
+		t.Errorf("JetStream max_storage = %d, want %d (the chart's maxFileStore)", jsz.Config.MaxStorage, 1<<30)
 	}
 }

@@ -15,6 +15,14 @@ import (
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 )
 
+// MaxFileStore is the servers' JetStream file-store limit, the chart's
+// nats.jetstream.maxFileStore. Set, not left to the server: unset, the limit
+// is 75% of the disk space free at start, so a stream or bucket with
+// MaxBytes (the notifier's 256 MiB state bucket) is refused with
+// "insufficient storage resources" on a machine whose disk is nearly full,
+// although the tests store a few kilobytes.
+const MaxFileStore = 1 << 30
+
 // Server is an embedded JetStream server that can be stopped and restarted on
 // the same port and store, so tests can check reconnects and persistence.
 type Server struct {
@@ -25,12 +33,13 @@ type Server struct {
 // Start runs a JetStream-enabled server until Shutdown is called.
 func Start(storeDir string) (*Server, error) {
 	opts := &server.Options{
-		Host:      "127.0.0.1",
-		Port:      server.RANDOM_PORT,
-		JetStream: true,
-		StoreDir:  storeDir,
-		NoLog:     true,
-		NoSigs:    true,
+		Host:              "127.0.0.1",
+		Port:              server.RANDOM_PORT,
+		JetStream:         true,
+		StoreDir:          storeDir,
+		JetStreamMaxStore: MaxFileStore,
+		NoLog:             true,
+		NoSigs:            true,
 	}
 	s := &Server{opts: opts}
 	if err := s.start(); err != nil {
@@ -99,7 +108,7 @@ func StartAuthT(t testing.TB, passwords map[eventsv1.User]string) (*Server, stri
 		t.Fatalf("nats config: %v", err)
 	}
 	opts.Host, opts.Port = "127.0.0.1", server.RANDOM_PORT
-	opts.JetStream, opts.StoreDir = true, t.TempDir()
+	opts.JetStream, opts.StoreDir, opts.JetStreamMaxStore = true, t.TempDir(), MaxFileStore
 	opts.NoLog, opts.NoSigs = true, true
 	s := &Server{opts: opts}
 	if err := s.start(); err != nil {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -114,10 +116,40 @@ func (p *Process) WaitReady(ctx context.Context, timeout time.Duration, check fu
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited before it was ready (see %s): %w", p.Spec.Name, p.Log, p.Err())
+			// The log's end goes into the error: a failed start removes the
+			// state directory, and CI keeps only what the test printed.
+			return fmt.Errorf("%s exited before it was ready (%s ends with:\n%s): %w", p.Spec.Name, p.Log, LogTail(p.Log, 10), p.Err())
 		case <-ctx.Done():
 			return fmt.Errorf("%s not ready after %s (see %s): %w", p.Spec.Name, timeout, p.Log, errors.Join(last, ctx.Err()))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// LogTail returns the last n lines of the log at path (at most its last
+// 8 KiB), indented, or why it cannot.
+func LogTail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "  (" + err.Error() + ")"
+	}
+	defer f.Close()
+	const maxTail = 8 << 10
+	var start int64
+	if fi, err := f.Stat(); err == nil && fi.Size() > maxTail {
+		start = fi.Size() - maxTail
+	}
+	b := make([]byte, maxTail)
+	k, err := f.ReadAt(b, start)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "  (" + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b[:k]), "\n"), "\n")
+	if start > 0 && len(lines) > 1 {
+		lines = lines[1:] // the first may be cut
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "  " + strings.Join(lines, "\n  ")
 }

@@ -56,6 +56,11 @@ func (n *NATS) writeConfig() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// The file-store limit is set, as the chart's nats.jetstream.maxFileStore
+	// (1Gi): left unset, the server takes 75% of the disk space free at
+	// start, and the notifier's 256 MiB state bucket is refused with
+	// "insufficient storage resources" on a nearly full disk.
+	auth += fmt.Sprintf("\njetstream {\n  store_dir: %q\n  max_file_store: %d\n}\n", n.StoreDir, 1<<30)
 	conf := filepath.Join(n.LogDir, "nats.conf")
 	if err := os.WriteFile(conf, []byte(auth), 0o600); err != nil {
 		return "", fmt.Errorf("write nats config: %w", err)
@@ -85,7 +90,6 @@ func (n *NATS) Start(ctx context.Context) error {
 		"--config=" + conf,
 		"--addr=127.0.0.1", "--port=" + strconv.Itoa(n.Port),
 		"--http_port=" + strconv.Itoa(n.MonitorPort),
-		"--jetstream", "--store_dir=" + n.StoreDir,
 	}})
 	if err != nil {
 		return err
