@@ -61,10 +61,23 @@ func Report(pids []int) {
 
 // Check runs test (a test function name) as the child, SIGKILLs it once it
 // reported, and fails t unless every reported process is gone within 15s.
+// The child's TMPDIR is a directory Check removes afterwards.
 func Check(t *testing.T, test string) {
 	t.Helper()
+	// The killed child cannot remove its temporary files (etcd's data, a
+	// Postgres cluster: 40-120 MB each), so it makes them under a directory
+	// this test removes once the processes are gone. Traversable: the
+	// child's Postgres runs as another user.
+	tmp, err := os.MkdirTemp("", "crowsnest-orphan-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+	if err := os.Chmod(tmp, 0o755); err != nil { //nolint:gosec // holds only other temporary directories
+		t.Fatal(err)
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), ChildEnv+"=1")
+	cmd.Env = append(os.Environ(), ChildEnv+"=1", "TMPDIR="+tmp)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -104,6 +117,9 @@ func Check(t *testing.T, test string) {
 			}
 		}
 		if len(alive) == 0 {
+			if left, _ := os.ReadDir(tmp); len(left) == 0 {
+				t.Error("the child made no temporary files under TMPDIR: they are elsewhere, and left behind")
+			}
 			return
 		}
 		if time.Now().After(deadline) {
