@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -104,24 +103,12 @@ func TestNotifierTellsOnceAboutANewImage(t *testing.T) {
 // run on a disk with a few hundred MB free lost the notifier to
 // "insufficient storage resources").
 func TestNATSFileStoreLimitIsFixed(t *testing.T) {
-	ctx := withTimeout(t, 30*time.Second)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/jsz", shared.NATS.MonitorPort), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var jsz struct {
 		Config struct {
 			MaxStorage int64 `json:"max_storage"`
 		} `json:"config"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&jsz); err != nil {
-		t.Fatal(err)
-	}
+	getJSON(withTimeout(t, 30*time.Second), t, fmt.Sprintf("http://127.0.0.1:%d/jsz", shared.NATS.MonitorPort), &jsz)
 	if jsz.Config.MaxStorage != 1<<30 {
 		t.Errorf("JetStream max_storage = %d, want %d (the chart's maxFileStore)", jsz.Config.MaxStorage, 1<<30)
 	}
