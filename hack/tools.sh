@@ -44,7 +44,7 @@ go_install() {
 }
 
 # wrapper_key DIR: a cache key for a wrapper module's exact dependency set.
-wrapper_key() { cat "$1/go.mod" "$1/go.sum" | sha256sum | cut -c1-12; }
+wrapper_key() { cat "$1/go.mod" "$1/go.sum" "$1/tools.go" | sha256sum | cut -c1-12; }
 
 # build_wrapper NAME MODDIR LDFLAGS PKG...: tools that need a wrapper module
 # (their own go.mod has replace directives that `go install` refuses). Prints
@@ -68,7 +68,8 @@ build_wrapper() {
 kube() {
 	local v=$KUBE_VERSION minor
 	minor=$(cut -d. -f2 <<<"$v")
-	local pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
+	local pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy)
 	local ld="-s -w"
 	for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 		ld+=" -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
