@@ -2,15 +2,11 @@ package stack
 
 import (
 	"context"
-	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
-
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/services"
@@ -41,7 +37,7 @@ func (s *Stack) startMatcher(ctx, bg context.Context) error {
 		return err
 	}
 	m := &services.Matcher{Binary: o.Bin.Matcher, LogDir: o.StateDir, DataDir: filepath.Join(dir, "data"),
-		Listen: fmt.Sprintf("127.0.0.1:%d", port), AdminToken: s.WriteToken,
+		Listen: net.JoinHostPort(s.HostIP(), strconv.Itoa(port)), AdminToken: s.WriteToken,
 		NATSURL: s.NATS.URL(), NATSPasswordFile: s.NATS.PasswordFile(eventsv1.UserMatcher)}
 	if err := os.MkdirAll(m.DataDir, 0o700); err != nil {
 		return err
@@ -57,25 +53,13 @@ func (s *Stack) startMatcher(ctx, bg context.Context) error {
 			return err
 		}
 	}
-	if o.UploadToken == "serviceaccount" {
-		m.ResultsAPIURL, m.TokenFile = s.URL(), filepath.Join(dir, "results-api-token")
-		if err := s.matcherToken(ctx, m.TokenFile); err != nil {
-			return err
-		}
-		s.goRun(bg, "matcher token", func(ctx context.Context) error {
-			t := time.NewTicker(20 * time.Minute) // tokens last an hour
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-t.C:
-					if err := s.matcherToken(ctx, m.TokenFile); err != nil && ctx.Err() == nil {
-						s.Log.Warn("refresh the matcher's token", "error", err)
-					}
-				}
-			}
-		})
+	// The matcher's token is the one a kubelet mounts into the chart's
+	// matcher Pod: projected, Pod-bound, refreshed by the kubelet. A Pod of
+	// the matcher's ServiceAccount on the real node holds it; the matcher
+	// process reads it from the kubelet's volume.
+	m.ResultsAPIURL = s.URL()
+	if m.TokenFile, err = s.identityPod(ctx, MatcherNamespace, MatcherServiceAccount, "crowsnest-matcher"); err != nil {
+		return err
 	}
 	if err := m.Start(ctx); err != nil {
 		return err
@@ -112,30 +96,4 @@ func (s *Stack) UpdateDB(ctx context.Context) error {
 	}
 	s.Log.Info("importing a newer Grype DB into the matcher", "archive", filepath.Base(archive))
 	return s.Matcher.Import(ctx, archive)
-}
-
-// matcherToken writes a fresh token of the matcher's ServiceAccount for
-// results-api's audience (what the chart's projected volume holds),
-// creating the namespace and ServiceAccount the first time.
-func (s *Stack) matcherToken(ctx context.Context, file string) error {
-	c := s.Cluster.Client
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: MatcherNamespace}},
-		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: MatcherServiceAccount, Namespace: MatcherNamespace}}
-	if _, err := c.CoreV1().ServiceAccounts(MatcherNamespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	exp := int64(3600)
-	tr, err := c.CoreV1().ServiceAccounts(MatcherNamespace).CreateToken(ctx, MatcherServiceAccount, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{TokenAudience}, ExpirationSeconds: &exp}}, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("token of %s/%s: %w", MatcherNamespace, MatcherServiceAccount, err)
-	}
-	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, []byte(tr.Status.Token), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, file)
 }

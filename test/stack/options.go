@@ -15,6 +15,9 @@ type Binaries struct {
 	ResultsAPI, Operator, Uploader string
 	Grype, Vulndb, Matcher         string
 	Notifier                       string
+	// Images holds the OCI layouts of make images (<repo>/dist/images): the
+	// scan Jobs' uploader and grype images.
+	Images string
 }
 
 // Options configure a stack.
@@ -23,12 +26,15 @@ type Options struct {
 	StateDir string // temp state; a fresh temp dir when empty, removed on Close
 	Bin      Binaries
 
-	Nodes        int    // kwok Nodes
-	RegistryAddr string // "127.0.0.1:0" picks a free port
-	APIAddr      string // results-api's front address; "127.0.0.1:0" picks a free port
+	Nodes int // kwok Nodes
+	// RegistryAddr is the registry's address; empty: a free port on
+	// HostIP (the node network's gateway), which containerd and Grype in
+	// scan Pods reach.
+	RegistryAddr string
+	APIAddr      string // results-api's front address for people and tests; "127.0.0.1:0" picks a free port
 	APIReplicas  int    // results-api replicas behind the front (default 2)
 	// ClusterOnly runs the control plane, registry and imageID writer only
-	// (no NATS, Postgres, results-api, operator or executor).
+	// (no real node, NATS, Postgres, results-api, operator or matcher).
 	ClusterOnly bool
 	OnlineDB    bool // use Grype's published DB instead of the project's offline one
 	// DBUpdateAfter, offline and above zero: this long after start, a newer
@@ -42,19 +48,12 @@ type Options struct {
 	// RequireGoDemo makes a failed build of the Go demo image an error
 	// (the e2e suite scans it); otherwise the stack starts without it.
 	RequireGoDemo bool
-	Parallel      int // scan Pods the executor runs at once
 
 	RetryBackoff time.Duration // operator --retry-backoff
 	JobTTL       time.Duration // operator --job-ttl
-	// UploadToken selects what the scan executor writes into the scan
-	// Pod's projected token: "serviceaccount" (a TokenRequest token,
-	// audience crowsnest-results-api) or "write-token" (results-api's write
-	// token, for a results-api without TokenReview).
-	UploadToken string
-	// ReadAuth is results-api's --read-auth: open (default) or kubernetes,
-	// which needs UploadToken serviceaccount (results-api then talks to the
-	// control plane); the stack then makes an admin and a demo viewer
-	// ServiceAccount and gives the operator a token (ReadTokens).
+	// ReadAuth is results-api's --read-auth: open (default) or kubernetes;
+	// the stack then makes an admin and a demo viewer ServiceAccount and
+	// gives the operator a token (ReadTokens).
 	ReadAuth string
 	// Namespaces whose service accounts may write to results-api (its
 	// --allowed-service-accounts, as <namespace>/*) in serviceaccount mode.
@@ -89,15 +88,11 @@ func (o *Options) defaults() error {
 	def(&o.Bin.Vulndb, filepath.Join(bin, "vulndb"))
 	def(&o.Bin.Matcher, filepath.Join(bin, "matcher"))
 	def(&o.Bin.Notifier, filepath.Join(bin, "notifier"))
-	def(&o.RegistryAddr, "127.0.0.1:0")
+	def(&o.Bin.Images, filepath.Join(o.Root, "dist", "images"))
 	def(&o.APIAddr, "127.0.0.1:0")
-	def(&o.UploadToken, "serviceaccount")
 	def(&o.ReadAuth, "open")
 	if o.Nodes < 1 {
 		o.Nodes = 2
-	}
-	if o.Parallel < 1 {
-		o.Parallel = 4
 	}
 	if o.APIReplicas < 1 {
 		o.APIReplicas = 2
@@ -108,11 +103,8 @@ func (o *Options) defaults() error {
 	if o.JobTTL <= 0 {
 		o.JobTTL = 10 * time.Minute
 	}
-	if o.UploadToken != "serviceaccount" && o.UploadToken != "write-token" {
-		return fmt.Errorf("upload token %q: want serviceaccount or write-token", o.UploadToken)
-	}
-	if o.ReadAuth != "open" && (o.ReadAuth != "kubernetes" || o.UploadToken != "serviceaccount") {
-		return fmt.Errorf("read auth %q: want open, or kubernetes with upload token serviceaccount", o.ReadAuth)
+	if o.ReadAuth != "open" && o.ReadAuth != "kubernetes" {
+		return fmt.Errorf("read auth %q: want open or kubernetes", o.ReadAuth)
 	}
 	return nil
 }
@@ -121,7 +113,8 @@ func (o *Options) defaults() error {
 func (o *Options) missing() []string {
 	need := []string{filepath.Join(o.Bin.KubeAssets, "kube-apiserver"), o.Bin.Kwok}
 	if !o.ClusterOnly {
-		need = append(need, o.Bin.NATS, o.Bin.ResultsAPI, o.Bin.Operator, o.Bin.Uploader, o.Bin.Grype, o.Bin.Matcher, o.Bin.Notifier)
+		need = append(need, o.Bin.NATS, o.Bin.ResultsAPI, o.Bin.Operator, o.Bin.Grype, o.Bin.Matcher, o.Bin.Notifier,
+			filepath.Join(o.Bin.KubeAssets, "kubelet"), filepath.Join(o.Bin.Images, "uploader", "index.json"), filepath.Join(o.Bin.Images, "grype", "index.json"))
 		if !o.OnlineDB {
 			need = append(need, o.Bin.Vulndb)
 		}

@@ -12,26 +12,19 @@ import (
 	"strings"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/controlplane"
-	"github.com/crowsnest-dev/crowsnest/test/stack/internal/executor"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/node"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/proxy"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/services"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/workload"
 )
 
-// Image names the operator puts into scan Jobs; the executor maps them to
-// the local binaries.
-const (
-	UploaderImage = "ghcr.io/crowsnest-dev/crowsnest-uploader:dev"
-	GrypeImage    = "anchore/grype:v0.121.2"
-	// TokenAudience is the audience of the scan Pods' projected token.
-	TokenAudience = "crowsnest-results-api"
-)
+// TokenAudience is the audience of the scan Pods' projected token.
+const TokenAudience = "crowsnest-results-api"
 
 // Stack is a running local Crowsnest.
 type Stack struct {
@@ -48,9 +41,16 @@ type Stack struct {
 	APIs     []*services.ResultsAPI
 	API      *services.ResultsAPI
 	Front    *proxy.Proxy
+	PodFront *proxy.Proxy
 	Operator *services.Operator
-	Executor *executor.Executor
 	Matcher  *services.Matcher
+	// Network is the real node's Pod network (its gateway is HostIP), Node
+	// the node: containerd and a kubelet that run the scan Pods.
+	Network *node.Network
+	Node    *node.Node
+	// UploaderImage and GrypeImage are the scan Jobs' images, built by make
+	// images and served by Registry.
+	UploaderImage, GrypeImage string
 	// Notifier sends what it notifies (high and critical, every namespace)
 	// to Notifications, a webhook receiver in the stack.
 	Notifier      *services.Notifier
@@ -60,6 +60,9 @@ type Stack struct {
 	operatorTokenFile string
 	WriteToken        string
 	Log               *slog.Logger
+
+	pki        *node.PKI
+	pauseImage string
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -114,10 +117,18 @@ func Start(ctx context.Context, o Options, log *slog.Logger) (_ *Stack, err erro
 
 func (s *Stack) startCluster(ctx, bg context.Context) error {
 	o := s.Options
+	var apiArgs map[string]string
+	if !o.ClusterOnly {
+		var err error
+		if apiArgs, err = s.startNetwork(); err != nil {
+			return err
+		}
+	}
 	s.Log.Info("starting control plane", "nodes", o.Nodes)
 	cp, err := controlplane.Start(ctx, controlplane.Options{
 		AssetsDir: o.Bin.KubeAssets, Kwok: o.Bin.Kwok, StateDir: s.Options.StateDir, Nodes: o.Nodes,
-		CRDDirs: []string{filepath.Join(o.Root, "operator", "config", "crd", "bases")},
+		CRDDirs:       []string{filepath.Join(o.Root, "operator", "config", "crd", "bases")},
+		APIServerArgs: apiArgs,
 	})
 	if err != nil {
 		return err
@@ -138,13 +149,13 @@ func (s *Stack) startCluster(ctx, bg context.Context) error {
 	if err != nil {
 		return err
 	}
-	reg, err := registry.Start(ctx, o.RegistryAddr, images)
+	reg, err := registry.Start(ctx, s.hostAddr(o.RegistryAddr), images)
 	if err != nil {
 		return err
 	}
 	s.Registry = reg
 	s.closers = append(s.closers, func() { _ = reg.Close() })
-	w := &workload.ImageIDWriter{Client: cp.Client, Resolve: reg.ResolveID, Log: s.Log, Written: o.OnImageID}
+	w := &workload.ImageIDWriter{Client: cp.Client, Resolve: reg.ResolveID, Log: s.Log, Written: o.OnImageID, SkipNode: NodeName}
 	s.goRun(bg, "imageID writer", w.Run)
 	return nil
 }
@@ -164,31 +175,28 @@ func (s *Stack) startServices(ctx, bg context.Context) error {
 	s.Postgres = pg
 	s.closers = append(s.closers, func() { _ = pg.Stop() })
 	s.WriteToken = randomToken()
+	if err := s.startNode(ctx); err != nil {
+		return err
+	}
 	if err := s.startAPIs(ctx); err != nil {
 		return err
 	}
 	if err := s.startMatcher(ctx, bg); err != nil {
 		return err
 	}
-	// Scan Pods get an empty DB cache (their emptyDir) and the matcher's URL
-	// from their Job (GRYPE_DB_UPDATE_URL): each scan downloads the DB from
-	// the matcher, as in a cluster.
-	s.Executor = &executor.Executor{
-		Client: s.Cluster.Client, WorkDir: filepath.Join(logs, "pods"), Parallel: o.Parallel,
-		Env: services.GrypeScanEnv(), Log: s.Log.With("component", "executor"),
-		Binary: s.binaryFor,
-	}
-	if o.UploadToken == "write-token" {
-		s.Executor.TokenFile = filepath.Join(logs, "write-token")
-	}
-	s.goRun(bg, "scan executor", s.Executor.Run)
 	if err := s.setupReadAuth(ctx, bg); err != nil {
 		return err
 	}
+	// Scan Pods run on the real node from the project's images; they get an
+	// empty DB cache (their emptyDir) and the matcher's URL from their Job
+	// (GRYPE_DB_UPDATE_URL): each scan downloads the DB from the matcher,
+	// and Grype pulls the scanned image from the stack's registry (plain
+	// HTTP: --insecure-registries), as in a cluster.
 	s.Operator = &services.Operator{TokenFile: s.operatorTokenFile, Binary: o.Bin.Operator, LogDir: logs, Kubeconfig: s.Cluster.Kubeconfig,
-		ResultsAPIURL: s.URL(), NATSURL: s.NATS.URL(), NATSPasswordFile: s.NATS.PasswordFile(eventsv1.UserOperator), UploaderImage: UploaderImage, GrypeImage: GrypeImage,
+		ResultsAPIURL: s.URL(), UploaderAPIURL: s.PodURL(), NATSURL: s.NATS.URL(), NATSPasswordFile: s.NATS.PasswordFile(eventsv1.UserOperator), UploaderImage: s.UploaderImage, GrypeImage: s.GrypeImage,
 		RetryBackoff: o.RetryBackoff, JobTTL: o.JobTTL,
-		ExtraArgs: []string{"--scan-service-account=" + workload.ScanServiceAccount, "--vulndb-url=" + s.Matcher.VulnDBURL()}}
+		ExtraArgs: append([]string{"--scan-service-account=" + workload.ScanServiceAccount, "--vulndb-url=" + s.Matcher.VulnDBURL(),
+			"--insecure-registries=" + s.Registry.Host}, ScanPodPlacement()...)}
 	if err := s.Operator.Start(ctx); err != nil {
 		return err
 	}
@@ -236,18 +244,17 @@ func (s *Stack) startAPIs(ctx context.Context) error {
 			// Serve the freshest dashboard build (make build-web also embeds it).
 			api.ExtraArgs = append(api.ExtraArgs, "--ui-dir="+ui)
 		}
-		if o.UploadToken == "serviceaccount" {
-			// Scan Pods present projected service-account tokens; results-api
-			// checks them with TokenReview against this control plane.
-			allowed := []string{workload.Namespace + "/*"}
-			for _, ns := range o.Namespaces {
-				allowed = append(allowed, ns+"/*")
-			}
-			api.ReadAuth = o.ReadAuth
-			api.ExtraArgs = append(api.ExtraArgs, "--auth-mode=tokenreview", "--kubeconfig="+s.Cluster.Kubeconfig,
-				"--token-audience="+TokenAudience, "--allowed-service-accounts="+strings.Join(allowed, ","),
-				"--scan-service-account="+workload.ScanServiceAccount, "--rematch-service-accounts="+MatcherNamespace+"/"+MatcherServiceAccount)
+		// Scan Pods present the projected service-account tokens their
+		// kubelet mounts; results-api checks them with TokenReview against
+		// this control plane.
+		allowed := []string{workload.Namespace + "/*"}
+		for _, ns := range o.Namespaces {
+			allowed = append(allowed, ns+"/*")
 		}
+		api.ReadAuth = o.ReadAuth
+		api.ExtraArgs = append(api.ExtraArgs, "--auth-mode=tokenreview", "--kubeconfig="+s.Cluster.Kubeconfig,
+			"--token-audience="+TokenAudience, "--allowed-service-accounts="+strings.Join(allowed, ","),
+			"--scan-service-account="+workload.ScanServiceAccount, "--rematch-service-accounts="+MatcherNamespace+"/"+MatcherServiceAccount)
 		if err := api.Start(ctx); err != nil {
 			return err
 		}
@@ -262,23 +269,24 @@ func (s *Stack) startAPIs(ctx context.Context) error {
 	}
 	s.Front = front
 	s.closers = append(s.closers, front.Close)
+	// What a Service is to Pods: the same replicas at an address the
+	// node's Pods can reach.
+	podFront, err := proxy.Start(s.hostAddr(""), backends)
+	if err != nil {
+		return fmt.Errorf("results-api front for Pods: %w", err)
+	}
+	s.PodFront = podFront
+	s.closers = append(s.closers, podFront.Close)
 	return nil
 }
+
+// PodURL is results-api's address for the real node's Pods (the scan Pods'
+// uploader): the same replicas, on the node network's gateway.
+func (s *Stack) PodURL() string { return "http://" + s.PodFront.Addr() }
 
 // URL is results-api's address for everyone: the front in front of every
 // replica.
 func (s *Stack) URL() string { return "http://" + s.Front.Addr() }
-
-// binaryFor maps a scan Pod's container image to a local binary.
-func (s *Stack) binaryFor(c corev1.Container) (string, error) {
-	switch {
-	case c.Image == UploaderImage || c.Name == "uploader":
-		return s.Options.Bin.Uploader, nil
-	case strings.Contains(c.Image, "grype") || c.Name == "grype":
-		return s.Options.Bin.Grype, nil
-	}
-	return "", fmt.Errorf("no local binary for image %s", c.Image)
-}
 
 func (s *Stack) goRun(ctx context.Context, name string, run func(context.Context) error) {
 	s.wg.Add(1)

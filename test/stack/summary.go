@@ -46,6 +46,8 @@ func (s *Stack) PrintSummary(w io.Writer, took time.Duration) {
 	fmt.Fprintf(&b, "  Kubernetes    export KUBECONFIG=%s\n", s.Cluster.Kubeconfig)
 	fmt.Fprintf(&b, "                bin/kubectl get scanners,jobs,pods -A\n")
 	fmt.Fprintf(&b, "  Logs          %s/*.log\n", s.Options.StateDir)
-	fmt.Fprintf(&b, "\nScan-Job Pods run through the stack's scan executor (the one stand-in for a kubelet);\nkwok runs every other Pod. Press Ctrl-C to stop and remove all state.\n")
+	fmt.Fprintf(&b, "  Real node     %s (containerd + kubelet): scan Pods run there, e.g.\n", NodeName)
+	fmt.Fprintf(&b, "                bin/kubectl logs -n demo -l app.kubernetes.io/name=crowsnest-scan -c grype\n")
+	fmt.Fprintf(&b, "\nScan-Job Pods run as containers on the real node; kwok runs every other Pod.\nPress Ctrl-C to stop and remove all state.\n")
 	_, _ = io.WriteString(w, b.String())
 }

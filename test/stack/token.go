@@ -3,8 +3,11 @@ package stack
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -28,4 +31,29 @@ func (s *Stack) ServiceAccountToken(ctx context.Context, namespace, sa, podName,
 		return "", fmt.Errorf("request a token for %s/%s: %w", namespace, sa, err)
 	}
 	return tr.Status.Token, nil
+}
+
+// PodToken reads the projected service-account token the real node's
+// kubelet mounted into pod from its volume (as someone who execs into the
+// Pod, or reads the node's disk, gets it).
+func (s *Stack) PodToken(pod corev1.Pod, volume string) (string, error) {
+	if pod.Spec.NodeName != NodeName {
+		return "", fmt.Errorf("pod %s/%s runs on %q, not the real node", pod.Namespace, pod.Name, pod.Spec.NodeName)
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Name != volume || v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if src.ServiceAccountToken == nil {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(s.Options.StateDir, "node", "kubelet", "pods", string(pod.UID), "volumes", "kubernetes.io~projected", volume, src.ServiceAccountToken.Path))
+			if err != nil {
+				return "", fmt.Errorf("read the kubelet-mounted token of %s/%s: %w", pod.Namespace, pod.Name, err)
+			}
+			return string(b), nil
+		}
+	}
+	return "", fmt.Errorf("pod %s/%s has no projected token volume %q", pod.Namespace, pod.Name, volume)
 }

@@ -33,11 +33,9 @@ func run(m *testing.M) int {
 	o := stack.Options{
 		ClusterOnly:   os.Getenv("CROWSNEST_E2E_CLUSTER_ONLY") != "",
 		RequireGoDemo: true,
-		Parallel:      envInt("CROWSNEST_E2E_PARALLEL", 4),
 		OnImageID:     imageIDs.record,
 		RetryBackoff:  5 * time.Second,
 		JobTTL:        2 * time.Minute,
-		UploadToken:   os.Getenv("CROWSNEST_E2E_UPLOAD_TOKEN"),
 		StateDir:      os.Getenv("CROWSNEST_E2E_STATE_DIR"),
 		Namespaces:    append([]string{"e2e-scan", "e2e-fail", "e2e-rescan", "e2e-resilience", "e2e-trust", "e2e-wave", "e2e-outage", "e2e-matcher", "e2e-notify"}, append(clusterScannerNamespaces, benchNamespaces()...)...),
 	}

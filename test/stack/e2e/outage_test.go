@@ -22,8 +22,9 @@ import (
 // outageNS is where the outage scenarios scan; each uses fresh images.
 const outageNS = "e2e-outage"
 
-// heldScans pushes one new image per name, holds each digest's scan Pod
-// before its upload (the stack's executor), runs a Pod with it, and waits
+// heldScans pushes one new image per name, holds each digest's scan on the
+// registry (Grype's pull of the image waits, as on a stalled registry), runs
+// a Pod with it, and waits
 // until every scan Job exists and its image.needed is in the stream. It
 // returns the images and a release for all holds (also run at cleanup).
 func heldScans(ctx context.Context, t *testing.T, natsRec *recorder, jobs *jobWatch, names ...string) ([]registry.Image, func()) {
@@ -51,7 +52,7 @@ func heldScans(ctx context.Context, t *testing.T, natsRec *recorder, jobs *jobWa
 		if err != nil {
 			t.Fatal(err)
 		}
-		releases = append(releases, shared.Executor.Hold(img.Digest))
+		releases = append(releases, shared.Registry.Hold(img.Digest))
 		if err := shared.Client.Create(ctx, workload.Pod(outageNS, name, img.Ref(), false)); err != nil {
 			t.Fatal(err)
 		}

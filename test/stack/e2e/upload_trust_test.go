@@ -26,15 +26,13 @@ import (
 // projected token, the scan service account's token not bound to a Pod, the
 // token of a scan Pod while it runs (for another digest than its own), the
 // same token once the scan has finished — is refused for PUT and DELETE, and
-// the stored report is unchanged. The running scan is held by the executor
-// (Executor.Hold) between Grype and the uploader, so the test acts while the
-// Pod runs, however fast scans are. It runs after TestScanLifecycle (file
-// order), whose alpine report it tries to overwrite.
+// the stored report is unchanged. The scan runs on the real node; it is held
+// the way a slow registry holds one in a cluster (Registry.Hold: Grype's pull
+// of the scanned image waits), so the test acts while the Pod runs with its
+// kubelet-mounted token, however fast scans are. It runs after
+// TestScanLifecycle (file order), whose alpine report it tries to overwrite.
 func TestUploadsOnlyFromTheirScan(t *testing.T) {
 	needFull(t)
-	if shared.Options.UploadToken != "serviceaccount" {
-		t.Fatal("the trust scenarios need the stack's TokenReview mode (upload token serviceaccount)")
-	}
 	ctx := withTimeout(t, 4*time.Minute)
 	alpine := image(t, "alpine")
 	before, err := getReport(ctx, alpine.Digest)
@@ -64,7 +62,7 @@ func TestUploadsOnlyFromTheirScan(t *testing.T) {
 	}
 
 	own := pushVariant(ctx, t, "trust-held")
-	release := shared.Executor.Hold(own.Digest)
+	release := shared.Registry.Hold(own.Digest)
 	defer release() // a failing test leaves no Pod held
 	if err := shared.Client.Create(ctx, workload.Scanner(ns, 1, 0)); err != nil {
 		t.Fatal(err)
@@ -72,8 +70,10 @@ func TestUploadsOnlyFromTheirScan(t *testing.T) {
 	if err := shared.Client.Create(ctx, workload.Pod(ns, "scanned", own.Ref(), false)); err != nil {
 		t.Fatal(err)
 	}
-	scanPod := runningScanPod(ctx, t, ns, own.Digest)
-	scanToken, err := shared.ServiceAccountToken(ctx, ns, scanPod.Spec.ServiceAccountName, scanPod.Name, string(scanPod.UID))
+	scanPod := heldScanPod(ctx, t, ns, own.Digest)
+	// The token the kubelet mounted into the scan Pod: what a tenant who
+	// execs into it, or reads its volume, holds.
+	scanToken, err := shared.PodToken(scanPod, "token")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,13 +174,14 @@ func pushVariant(ctx context.Context, t *testing.T, name string) registry.Image 
 	return img
 }
 
-// runningScanPod waits for the scan Pod of digest in ns to run its main
-// container (held by the executor, it stays so until released).
-func runningScanPod(ctx context.Context, t *testing.T, ns, digest string) corev1.Pod {
+// heldScanPod waits for the scan Pod of digest in ns to run its Grype,
+// stalled on the registry's hold of the scanned image (it stays so until
+// released): the Pod is live, its token mounted, its uploader not started.
+func heldScanPod(ctx context.Context, t *testing.T, ns, digest string) corev1.Pod {
 	t.Helper()
 	selector := scan.LabelDigestHash + "=" + scan.DigestHash(digest)
 	var pod corev1.Pod
-	eventually(t, 2*time.Minute, "a running scan Pod for "+digest, func() error {
+	eventually(t, 2*time.Minute, "a scan Pod for "+digest+" stalled on the registry", func() error {
 		pods, err := shared.Cluster.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return err
@@ -189,23 +190,24 @@ func runningScanPod(ctx context.Context, t *testing.T, ns, digest string) corev1
 			if p.Status.Phase == corev1.PodFailed {
 				t.Fatalf("scan Pod %s failed before its uploader ran: %v", p.Name, p.Status.InitContainerStatuses)
 			}
-			if p.Status.Phase == corev1.PodRunning && containersStarted(p) {
+			if grypeRunning(p) && shared.Registry.Held(digest) > 0 {
 				pod = p
 				return nil
 			}
 		}
-		return fmt.Errorf("%d scan Pods (%s), none running", len(pods.Items), selector)
+		return fmt.Errorf("%d scan Pods (%s), none stalled on the registry (%d held pulls)", len(pods.Items), selector, shared.Registry.Held(digest))
 	})
 	return pod
 }
 
-func containersStarted(p corev1.Pod) bool {
-	for _, s := range p.Status.ContainerStatuses {
-		if s.State.Running == nil || s.Started == nil || !*s.Started {
-			return false
+// grypeRunning tells whether the scan Pod's grype init container runs.
+func grypeRunning(p corev1.Pod) bool {
+	for _, s := range p.Status.InitContainerStatuses {
+		if s.Name == "grype" {
+			return s.State.Running != nil
 		}
 	}
-	return len(p.Status.ContainerStatuses) > 0
+	return false
 }
 
 // scanFinished waits until pod has terminated or is gone, and so has its

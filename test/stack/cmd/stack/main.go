@@ -1,7 +1,8 @@
 // Command stack runs Crowsnest locally (`make demo`): a real control plane
-// with kwok Nodes, a loopback registry with demo images, NATS, Postgres,
-// results-api, the operator and the scan executor. Ctrl-C stops it all and
-// removes its temp state.
+// with kwok Nodes and one real node (containerd + kubelet) for the scan
+// Pods, a registry with demo and scan images, NATS, Postgres, results-api,
+// the matcher, the notifier and the operator. Ctrl-C stops it all and
+// removes its temp state (containers, mounts and the node's bridge too).
 package main
 
 import (
@@ -36,12 +37,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("stack", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.APIAddr, "listen", "127.0.0.1:8080", "results-api (dashboard) address; 127.0.0.1:0 picks a free port")
-	fs.StringVar(&o.RegistryAddr, "registry", "127.0.0.1:0", "demo registry address")
+	fs.StringVar(&o.RegistryAddr, "registry", "", "demo registry address (default: a free port on the node network's gateway, which the real node's Pods reach)")
 	fs.IntVar(&o.Nodes, "nodes", 2, "fake kwok Nodes")
-	fs.IntVar(&o.Parallel, "parallel", 4, "scan Pods the executor runs at once")
 	fs.BoolVar(&o.OnlineDB, "online-db", false, "use Grype's published vulnerability DB (needs internet) instead of the offline demo DB")
 	fs.BoolVar(&o.ClusterOnly, "cluster-only", false, "run only the control plane, kwok, the registry and the demo Pods")
-	fs.StringVar(&o.UploadToken, "upload-token", "serviceaccount", "token the scan Pods present: serviceaccount (TokenRequest) or write-token")
 	fs.StringVar(&o.ReadAuth, "read-auth", "kubernetes", "results-api --read-auth: kubernetes (sign in with a token; the summary says how to get one) or open")
 	fs.StringVar(&o.StateDir, "state-dir", "", "keep state (logs, kubeconfig) here instead of a temp dir removed on exit")
 	fs.DurationVar(&o.RetryBackoff, "retry-backoff", 15*time.Second, "operator --retry-backoff for failed scans")

@@ -28,6 +28,9 @@ type Options struct {
 	CRDDirs   []string // CustomResourceDefinitions to install
 	StateDir  string   // kubeconfig, logs, stages
 	Nodes     int      // fake kwok Nodes
+	// APIServerArgs are extra kube-apiserver flags (name → value), e.g.
+	// how it reaches a real node's kubelet.
+	APIServerArgs map[string]string
 }
 
 // ControlPlane is a running control plane.
@@ -38,8 +41,30 @@ type ControlPlane struct {
 	Nodes      []string
 
 	env          *envtest.Environment
+	stateDir     string
 	removeAssets func()
 	procs        []*proc.Process
+}
+
+// KwokNodeAnnotation marks the Nodes kwok manages (value "fake").
+const KwokNodeAnnotation = "kwok.x-k8s.io/node"
+
+// AddUser writes a kubeconfig for a client-certificate user (e.g. a
+// kubelet's system:node:<name> in group system:nodes) and returns its path.
+func (cp *ControlPlane) AddUser(name string, groups []string, file string) (string, error) {
+	u, err := cp.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return "", fmt.Errorf("create user %s: %w", name, err)
+	}
+	kc, err := u.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("render kubeconfig of %s: %w", name, err)
+	}
+	path := filepath.Join(cp.stateDir, file)
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 // Start brings the control plane up and waits for the fake Nodes to be Ready.
@@ -57,7 +82,15 @@ func Start(ctx context.Context, o Options) (_ *ControlPlane, err error) {
 	}
 	// envtest turns the ServiceAccount admission plugin off; a real cluster
 	// has it (it sets serviceAccountName, which projected tokens need).
-	env.ControlPlane.GetAPIServer().Configure().Disable("disable-admission-plugins")
+	api := env.ControlPlane.GetAPIServer().Configure()
+	api.Disable("disable-admission-plugins")
+	// As in a cluster: kubelets are authorized by the Node authorizer and
+	// held to their own Node and Pods by NodeRestriction.
+	api.Set("authorization-mode", "Node,RBAC")
+	api.Set("enable-admission-plugins", "NodeRestriction")
+	for k, v := range o.APIServerArgs {
+		api.Set(k, v)
+	}
 	// etcd and kube-apiserver die with this process, even one killed by
 	// `go test -timeout` before it could stop them.
 	removeAssets, err := kubetest.DieWithParent(env, o.AssetsDir)
@@ -71,7 +104,7 @@ func Start(ctx context.Context, o Options) (_ *ControlPlane, err error) {
 	}
 	// cp, not the named result: an error return sets the result to nil
 	// before this deferred Stop runs, and what was started must still stop.
-	cp := &ControlPlane{Config: cfg, env: env, removeAssets: removeAssets}
+	cp := &ControlPlane{Config: cfg, env: env, removeAssets: removeAssets, stateDir: o.StateDir}
 	defer func() {
 		if err != nil {
 			_ = cp.Stop()
@@ -90,7 +123,7 @@ func Start(ctx context.Context, o Options) (_ *ControlPlane, err error) {
 		return nil, fmt.Errorf("write kubeconfig: %w", err)
 	}
 	cp.Config = user.Config()
-	// The executor and imageID writer act for every Node at once, like
+	// The imageID writer acts for every kwok Node at once, like
 	// many kubelets: client-go's default 5 QPS would throttle them.
 	cp.Config.QPS, cp.Config.Burst = 200, 400
 	if cp.Client, err = kubernetes.NewForConfig(cp.Config); err != nil {
@@ -153,7 +186,10 @@ func (cp *ControlPlane) startComponents(ctx context.Context, o Options) error {
 	}
 	kwok, err := proc.Start(proc.Spec{Name: "kwok", LogDir: logs, Binary: o.Kwok,
 		Args: []string{
-			"--kubeconfig=" + cp.Kubeconfig, "--manage-all-nodes=true",
+			"--kubeconfig=" + cp.Kubeconfig,
+			// Only kwok's own Nodes (and their Pods): the real node's Pods
+			// are the kubelet's.
+			"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=fake",
 			"--config=" + stages,
 			"--server-address=127.0.0.1:" + strconv.Itoa(kwokPort),
 			"--node-ip=127.0.0.1",
@@ -171,7 +207,7 @@ func (cp *ControlPlane) createNodes(ctx context.Context, n int) error {
 		name := fmt.Sprintf("kwok-node-%d", i)
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
-			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+			Annotations: map[string]string{KwokNodeAnnotation: "fake"},
 			Labels:      map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "type": "kwok"},
 		}}
 		if _, err := cp.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

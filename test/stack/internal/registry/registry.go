@@ -38,8 +38,9 @@ type Registry struct {
 	Host   string // 127.0.0.1:port
 	Images []Image
 
-	mu  sync.Mutex
-	srv *http.Server
+	mu    sync.Mutex
+	srv   *http.Server
+	holds holds
 }
 
 // Start serves a registry on addr (e.g. "127.0.0.1:0") and pushes images.
@@ -50,7 +51,7 @@ func Start(ctx context.Context, addr string, images []Built) (*Registry, error) 
 	}
 	r := &Registry{Host: ln.Addr().String()}
 	r.srv = &http.Server{
-		Handler:           ggcr.New(ggcr.Logger(log.New(io.Discard, "", 0))),
+		Handler:           r.holding(ggcr.New(ggcr.Logger(log.New(io.Discard, "", 0)))),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	go func() { _ = r.srv.Serve(ln) }()
@@ -140,6 +141,7 @@ func (r *Registry) Digest(ctx context.Context, ref string) (v1.Hash, error) {
 
 // Close stops the registry.
 func (r *Registry) Close() error {
+	r.releaseAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := r.srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -81,7 +81,9 @@ func (r *ResultsAPI) Stop() {
 type Operator struct {
 	Binary, LogDir, Kubeconfig string
 	ResultsAPIURL, NATSURL     string
-	NATSPasswordFile           string // the operator's NATS password (user operator)
+	// UploaderAPIURL is results-api's address for scan Pods (empty: ResultsAPIURL).
+	UploaderAPIURL   string
+	NATSPasswordFile string // the operator's NATS password (user operator)
 	UploaderImage, GrypeImage  string
 	RetryBackoff, JobTTL       time.Duration
 	MetricsPort, ProbePort     int
@@ -109,6 +111,9 @@ func (o *Operator) Start(ctx context.Context) error {
 		"--metrics-secure=false", // loopback only; the chart serves them with authn/authz
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(o.ProbePort),
 		"--log-format=json",
+	}
+	if o.UploaderAPIURL != "" {
+		args = append(args, "--uploader-api-url="+o.UploaderAPIURL)
 	}
 	if o.GrypeImage != "" {
 		args = append(args, "--grype-image="+o.GrypeImage)

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
-// ScanPodSelector selects the scan-Job Pods that the scan executor runs;
-// the imageID writer leaves them alone.
+// ScanPodSelector leaves out the scan-Job Pods, which run on the real node
+// whose kubelet reports their imageIDs itself.
 const ScanPodSelector = "app.kubernetes.io/name!=crowsnest-scan"
 
 // Resolver maps a Pod's image reference to the imageID a kubelet reports.
@@ -30,6 +30,8 @@ type ImageIDWriter struct {
 	// Written, when set, is called after each Pod gets its imageIDs (the
 	// moment a kubelet would report them), for latency measurements.
 	Written func(namespace, name string, at time.Time)
+	// SkipNode is the real node: its kubelet reports imageIDs itself.
+	SkipNode string
 }
 
 // Run watches Pods until ctx ends.
@@ -81,6 +83,9 @@ func (w *ImageIDWriter) Run(ctx context.Context) error {
 }
 
 func (w *ImageIDWriter) write(ctx context.Context, pod *corev1.Pod) error {
+	if w.SkipNode != "" && pod.Spec.NodeName == w.SkipNode {
+		return nil
+	}
 	changed := false
 	statuses := make([]corev1.ContainerStatus, len(pod.Status.ContainerStatuses))
 	for i, cs := range pod.Status.ContainerStatuses {

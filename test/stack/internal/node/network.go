@@ -1,0 +1,134 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// maxNetworks bounds how many stacks with a real node run at once on one
+// machine (each holds one bridge and one /24).
+const maxNetworks = 16
+
+// lockDir holds one lock file per network index; a stack holds its lock
+// for as long as it runs, so two stacks never share a bridge.
+var lockDir = filepath.Join(os.TempDir(), "crowsnest-node-locks")
+
+// Network is one stack's Pod network: a Linux bridge with the gateway
+// address of a /24 that no other stack on the machine uses. The stack's
+// services listen on Gateway, the one host address Pods can reach.
+type Network struct {
+	Index   int
+	Bridge  string     // crowsnest<Index>
+	Subnet  *net.IPNet // 10.213.<Index>.0/24
+	Gateway net.IP     // 10.213.<Index>.1, on the bridge
+
+	lock *os.File
+}
+
+// SetupNetwork takes the first free network index, removes what a killed
+// stack may have left on it (Sweep), and creates the bridge with its
+// gateway address.
+func SetupNetwork() (*Network, error) {
+	if err := os.MkdirAll(lockDir, 0o700); err != nil {
+		return nil, fmt.Errorf("node network locks: %w", err)
+	}
+	for i := range maxNetworks {
+		f, err := os.OpenFile(filepath.Join(lockDir, strconv.Itoa(i)), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			_ = f.Close()
+			continue
+		}
+		n := &Network{Index: i, Bridge: "crowsnest" + strconv.Itoa(i), lock: f,
+			Gateway: net.IPv4(10, 213, byte(i), 1).To4(),
+			Subnet:  &net.IPNet{IP: net.IPv4(10, 213, byte(i), 0).To4(), Mask: net.CIDRMask(24, 32)}}
+		if err := n.create(); err != nil {
+			_ = n.Close()
+			return nil, err
+		}
+		return n, nil
+	}
+	return nil, fmt.Errorf("no free node network: %d stacks with a real node already run here", maxNetworks)
+}
+
+func (n *Network) create() error {
+	// A bridge of this index that exists now belongs to a stack that died
+	// without cleaning up (we hold the index's lock).
+	_ = run("ip", "link", "del", n.Bridge)
+	if err := run("ip", "link", "add", n.Bridge, "type", "bridge"); err != nil {
+		return fmt.Errorf("create bridge %s: %w", n.Bridge, err)
+	}
+	ones, _ := n.Subnet.Mask.Size()
+	if err := run("ip", "addr", "add", fmt.Sprintf("%s/%d", n.Gateway, ones), "dev", n.Bridge); err != nil {
+		return fmt.Errorf("address bridge %s: %w", n.Bridge, err)
+	}
+	if err := run("ip", "link", "set", n.Bridge, "up"); err != nil {
+		return fmt.Errorf("bring up bridge %s: %w", n.Bridge, err)
+	}
+	return nil
+}
+
+// Close deletes the bridge (its veths are gone with their Pods' network
+// namespaces) and releases the index.
+func (n *Network) Close() error {
+	var err error
+	if n.Bridge != "" && linkExists(n.Bridge) {
+		err = run("ip", "link", "del", n.Bridge)
+	}
+	if n.lock != nil {
+		_ = n.lock.Close()
+		n.lock = nil
+	}
+	return err
+}
+
+// CNIConfig is the conflist containerd's CRI plugin uses: the bridge, with
+// host-local addresses kept under dir (not /var/lib/cni). No masquerading:
+// Pods reach only the host's gateway address.
+func (n *Network) CNIConfig(ipamDir string) string {
+	return fmt.Sprintf(`{
+  "cniVersion": "1.0.0",
+  "name": "crowsnest-%d",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": %q,
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": %q, "gateway": %q}]],
+        "dataDir": %q
+      }
+    }
+  ]
+}
+`, n.Index, n.Bridge, n.Subnet.String(), n.Gateway.String(), ipamDir)
+}
+
+func linkExists(name string) bool {
+	_, err := net.InterfaceByName(name)
+	return err == nil
+}
+
+// run runs a command and returns its output in the error.
+func run(name string, args ...string) error {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// errNotRoot explains the one requirement a user can fix.
+var errNotRoot = errors.New("the real node needs root (containerd, runc, a kubelet and a network bridge)")
