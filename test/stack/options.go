@@ -51,6 +51,7 @@ type Options struct {
 
 	RetryBackoff time.Duration // operator --retry-backoff
 	JobTTL       time.Duration // operator --job-ttl
+	StuckGrace   time.Duration // operator --stuck-grace (how long a scan Pod may wait on an image pull)
 	// ReadAuth is results-api's --read-auth: open (default) or kubernetes;
 	// the stack then makes an admin and a demo viewer ServiceAccount and
 	// gives the operator a token (ReadTokens).
@@ -99,6 +100,9 @@ func (o *Options) defaults() error {
 	}
 	if o.RetryBackoff <= 0 {
 		o.RetryBackoff = 15 * time.Second
+	}
+	if o.StuckGrace <= 0 {
+		o.StuckGrace = time.Minute
 	}
 	if o.JobTTL <= 0 {
 		o.JobTTL = 10 * time.Minute

@@ -196,7 +196,7 @@ func (s *Stack) startServices(ctx, bg context.Context) error {
 		ResultsAPIURL: s.URL(), UploaderAPIURL: s.PodURL(), NATSURL: s.NATS.URL(), NATSPasswordFile: s.NATS.PasswordFile(eventsv1.UserOperator), UploaderImage: s.UploaderImage, GrypeImage: s.GrypeImage,
 		RetryBackoff: o.RetryBackoff, JobTTL: o.JobTTL,
 		ExtraArgs: append([]string{"--scan-service-account=" + workload.ScanServiceAccount, "--vulndb-url=" + s.Matcher.VulnDBURL(),
-			"--insecure-registries=" + s.Registry.Host}, ScanPodPlacement()...)}
+			"--insecure-registries=" + s.Registry.Host, "--stuck-grace=" + o.StuckGrace.String()}, ScanPodPlacement()...)}
 	if err := s.Operator.Start(ctx); err != nil {
 		return err
 	}

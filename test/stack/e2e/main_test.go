@@ -36,8 +36,9 @@ func run(m *testing.M) int {
 		OnImageID:     imageIDs.record,
 		RetryBackoff:  5 * time.Second,
 		JobTTL:        2 * time.Minute,
+		StuckGrace:    20 * time.Second,
 		StateDir:      os.Getenv("CROWSNEST_E2E_STATE_DIR"),
-		Namespaces:    append([]string{"e2e-scan", "e2e-fail", "e2e-rescan", "e2e-resilience", "e2e-trust", "e2e-wave", "e2e-outage", "e2e-matcher", "e2e-notify"}, append(clusterScannerNamespaces, benchNamespaces()...)...),
+		Namespaces:    append([]string{"e2e-scan", "e2e-fail", "e2e-rescan", "e2e-resilience", "e2e-trust", "e2e-wave", "e2e-outage", "e2e-matcher", "e2e-notify", "e2e-node", "e2e-node-pull"}, append(clusterScannerNamespaces, benchNamespaces()...)...),
 	}
 	start := time.Now()
 	s, err := stack.Start(ctx, o, log)

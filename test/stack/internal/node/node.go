@@ -150,7 +150,19 @@ func killShims(address string) error {
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	return nil
+	// A shim exits on its own once containerd and its tasks are gone; wait
+	// until every one has (killed or not), so nothing outlives Stop.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left, err := processesWithArg("containerd-shim", address)
+		if err != nil || len(left) == 0 {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("containerd shims still running 10s after SIGKILL: %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // processesWithArg lists the processes whose command line has comm in its
