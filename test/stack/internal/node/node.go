@@ -52,6 +52,18 @@ type Node struct {
 	kubelet    *proc.Process
 	cri        *grpc.ClientConn
 	runtime    criv1.RuntimeServiceClient
+	// created are the host paths outside Dir that the kubelet, containerd
+	// and CNI hard-code and that did not exist before Start.
+	created []string
+}
+
+// hostPaths are the places outside Dir that the kubelet (its device
+// plugin socket), CNI (its result cache) and containerd (its shim sockets)
+// use whatever they are told; Stop removes those this node created, files
+// first, then the folders, each only when empty.
+var hostPaths = []string{
+	"/var/lib/kubelet/device-plugins/kubelet.sock", "/var/lib/kubelet/device-plugins", "/var/lib/kubelet",
+	"/var/lib/cni/results", "/var/lib/cni", "/run/containerd/s", "/run/containerd",
 }
 
 // Start runs containerd, then the kubelet, and waits until the Node is
@@ -78,6 +90,11 @@ func Start(ctx context.Context, c Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n := &Node{c: c}
+	for _, p := range hostPaths {
+		if _, err := os.Lstat(p); err != nil {
+			n.created = append(n.created, p)
+		}
+	}
 	defer func() {
 		if err != nil {
 			_ = n.Stop()
@@ -136,6 +153,11 @@ func (n *Node) Stop() error {
 	errs = append(errs, killShims(n.ContainerdSocket()), unmountUnder(n.c.Dir))
 	if err := os.RemoveAll(n.c.Dir); err != nil {
 		errs = append(errs, fmt.Errorf("remove node dir: %w", err))
+	}
+	for _, p := range n.created {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
+		}
 	}
 	return errors.Join(errs...)
 }

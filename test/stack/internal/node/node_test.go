@@ -34,6 +34,14 @@ func TestNodeRunsAPodAndLeavesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	state := t.TempDir()
+	// Host paths that exist now belong to someone else (another stack on
+	// this machine); the rest must not exist after Stop.
+	var absent []string
+	for _, p := range []string{"/var/lib/kubelet", "/var/lib/cni", "/run/containerd", "/var/log/pods", "/var/run/netns"} {
+		if _, err := os.Stat(p); err != nil {
+			absent = append(absent, p)
+		}
+	}
 
 	netw, err := node.SetupNetwork()
 	if err != nil {
@@ -139,7 +147,7 @@ func TestNodeRunsAPodAndLeavesNothing(t *testing.T) {
 	if err := netw.Close(); err != nil {
 		t.Errorf("close network: %v", err)
 	}
-	for _, left := range Leftovers(t, nodeDir, bridge) {
+	for _, left := range Leftovers(t, nodeDir, bridge, absent) {
 		t.Errorf("left behind: %s", left)
 	}
 }
@@ -162,7 +170,7 @@ func restrictedPod(image, nodeName string) *corev1.Pod {
 
 // Leftovers lists what a stopped node left: its processes, mounts under
 // its directory, its bridge and the veths on it, network namespace files.
-func Leftovers(t *testing.T, nodeDir, bridge string) []string {
+func Leftovers(t *testing.T, nodeDir, bridge string, hostPaths []string) []string {
 	t.Helper()
 	var out []string
 	for _, comm := range []string{"containerd", "containerd-shim-runc-v2", "kubelet"} {
@@ -186,8 +194,10 @@ func Leftovers(t *testing.T, nodeDir, bridge string) []string {
 	for _, v := range vethsOn(t, bridge) {
 		out = append(out, "veth "+v)
 	}
-	if _, err := os.Stat(nodeDir); err == nil {
-		out = append(out, "directory "+nodeDir)
+	for _, p := range append([]string{nodeDir}, hostPaths...) {
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, "path "+p)
+		}
 	}
 	return out
 }
