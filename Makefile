@@ -323,6 +323,10 @@ list-modules: ## Print the Go module lists (derived by hack/modules.sh) and whic
 	@$(foreach s,$(GO_SUITES),echo "suite test-$(s) $(suite_$(s))";)
 	@echo "suite e2e $(E2E_MODULE)"
 
+.PHONY: module-skew
+module-skew: ## List the dependencies the code modules build at different versions (each skew compiles the trees above it again).
+	hack/module-skew.sh
+
 .PHONY: compile-counts
 compile-counts: ## Summarise dist/compiles.log, which every go command writes under CROWSNEST_COUNT_COMPILES=1: compiles per flavour, of Kubernetes and Grype.
 	hack/compile-counts.sh $(or $(CROWSNEST_COMPILE_LOG),$(ROOT)/dist/compiles.log)
