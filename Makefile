@@ -180,7 +180,7 @@ test-chart: kube-assets tool-helm ## Lint, render and server-side dry-run the He
 test-images: build-web ## Build the five component images (host platform) with hack/tools/imagebuild and check their content; rebuild one to check the digest is reproducible.
 
 .PHONY: test-ci
-test-ci: ## Tests of the CI scripts (hack/*_test.sh): the module check fails on a module missed or misclassified; the compile counter counts.
+test-ci: tool-gotestsum ## Tests of the CI scripts (hack/*_test.sh): the module check fails on a module missed or misclassified, the compile counter counts, the timing report.
 	$(timed) for t in hack/*_test.sh; do echo "$$t"; "$$t"; done
 
 .PHONY: test-web
