@@ -19,15 +19,35 @@ GO_TEST_FLAGS ?= -count=1 -race -timeout=20m
 # images, the lint's type information, binaries tests build, the benchmark
 # smoke run and the chart's generators — with GOWORK=off CGO_ENABLED=0
 # -trimpath, so that Go's build cache shares each package between them. A
-# cold CI run compiles Kubernetes, Grype and the rest once per flavour.
-# Every Go module with code: linted, tidy-checked and tested. Modules outside
-# go.work (the chart tests and the tool modules) are built with GOWORK=off,
-# so all of them are, to test each module exactly as it builds alone.
-GO_MODULES := api operator/api operator results-api uploader matcher notifier kubectl-crowsnest kubectl-crowsnest/e2e test/support test/stack test/chart \
-  hack/tools/grype hack/tools/imagebuild
-# Tool wrapper modules hold only a tools.go of blank imports: tidy-checked
-# (their dependency set is the cache key of the binaries), not linted.
-GO_WRAPPER_MODULES := hack/tools/kube hack/tools/etcd notifier/internal/amtest/tool
+# cold CI run compiles Kubernetes, Grype and the rest once per flavour and
+# per module whose go.mod selects other versions of their dependencies
+# (CROWSNEST_COUNT_COMPILES below counts it).
+
+# The module lists are derived from the tree by hack/modules.sh (every
+# tracked go.mod outside testdata/); hack/verify-modules.sh (make verify)
+# fails when a go.mod is missed or misclassified. Code modules are linted,
+# tidy-checked and tested, each with GOWORK=off so that it is tested exactly
+# as it builds alone; wrapper modules hold only a tools.go of blank imports
+# and are tidy-checked (their dependency set is the cache key of the tool
+# binaries), not linted.
+comma := ,
+CROWSNEST_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/crowsnest
+GO_MODULE_CLASSES := $(shell hack/modules.sh make)
+$(if $(filter ok:modules,$(GO_MODULE_CLASSES)),,$(error hack/modules.sh failed: $(GO_MODULE_CLASSES)))
+modules_of = $(patsubst $(1):%,%,$(filter $(1):%,$(GO_MODULE_CLASSES)))
+GO_MODULES := $(call modules_of,code)
+GO_WRAPPER_MODULES := $(call modules_of,wrapper)
+# module_name MODULE: the module's folder as one word (operator/api -> operator-api).
+module_name = $(subst /,-,$(1))
+
+# CROWSNEST_COUNT_COMPILES=1 logs every compile of every go command below
+# (hack/compile-log.sh, -toolexec) into dist/compiles.log;
+# hack/compile-counts.sh summarises it (make compile-counts).
+ifneq ($(CROWSNEST_COUNT_COMPILES),)
+export CROWSNEST_COMPILE_LOG ?= $(ROOT)/dist/compiles.log
+export GOFLAGS := $(strip $(filter-out -toolexec=%,$(GOFLAGS)) -toolexec=$(ROOT)/hack/compile-log.sh)
+$(shell mkdir -p $(dir $(CROWSNEST_COMPILE_LOG)))
+endif
 
 ##@ General
 
@@ -36,6 +56,8 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m\n"} \
 	  /^[a-zA-Z0-9_%-]+:.*?##/ { printf "  \033[36m%-26s\033[0m %s\n", $$1, $$2 } \
 	  /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+	@printf '\n\033[1m%s\033[0m\n' 'Lint one module (lint-NAME, NAME its folder with / as -)'
+	@printf '  \033[36m%s\033[0m\n' $(LINT_TARGETS)
 
 ##@ Build
 
@@ -52,13 +74,28 @@ PLUGIN_LDFLAGS := -s -w $(call stamp,github.com/crowsnest-dev/crowsnest/kubectl-
 .PHONY: build
 build: build-operator build-results-api build-uploader build-matcher build-notifier ## Build every component.
 
-.PHONY: build-operator
-build-operator: ## Build bin/operator.
-	cd operator && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="$(GO_LDFLAGS)" -o $(BIN)/operator ./cmd
+# Go binaries: bin_NAME is "MODULE PACKAGE OUTPUT"; build-NAME builds
+# bin/OUTPUT with GOWORK=off CGO_ENABLED=0 -trimpath (the flavour every
+# binary, image and the lint share) and the build stamp.
+GO_BINARIES := operator results-api uploader matcher notifier kubectl-plugin
+bin_operator := operator ./cmd operator
+bin_results-api := results-api ./cmd/results-api results-api
+bin_uploader := uploader . uploader
+bin_matcher := matcher ./cmd/matcher matcher
+bin_notifier := notifier ./cmd/notifier notifier
+bin_kubectl-plugin := kubectl-crowsnest . kubectl-crowsnest
+ldflags_kubectl-plugin := $(PLUGIN_LDFLAGS)
 
-.PHONY: build-results-api
+.PHONY: $(addprefix build-,$(GO_BINARIES))
+$(addprefix build-,$(GO_BINARIES)): build-%:
+	cd $(word 1,$(bin_$*)) && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="$(or $(ldflags_$*),$(GO_LDFLAGS))" -o $(BIN)/$(word 3,$(bin_$*)) $(word 2,$(bin_$*))
+
+build-operator: ## Build bin/operator.
 build-results-api: ## Build bin/results-api (embeds the web UI when web/dist exists).
-	cd results-api && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="$(GO_LDFLAGS)" -o $(BIN)/results-api ./cmd/results-api
+build-uploader: ## Build bin/uploader.
+build-matcher: ## Build bin/matcher (its own module, outside go.work: Grype's dependency tree stays there).
+build-notifier: ## Build bin/notifier (its own module, like the matcher).
+build-kubectl-plugin: ## Build bin/kubectl-crowsnest (put it on PATH: kubectl crowsnest …).
 
 .PHONY: build-web
 build-web: web-deps ## Build the dashboard (web/dist) and copy it into results-api's embedded UI.
@@ -71,51 +108,84 @@ web-deps: ## Install web/'s npm packages (npm ci) when package-lock.json is newe
 	@if [[ ! -f web/node_modules/.package-lock.json || web/package-lock.json -nt web/node_modules/.package-lock.json ]]; then \
 	  cd web && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund; fi
 
-.PHONY: build-matcher
-build-matcher: ## Build bin/matcher (its own module, outside go.work: Grype's dependency tree stays there).
-	cd matcher && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="$(GO_LDFLAGS)" -o $(BIN)/matcher ./cmd/matcher
-
-.PHONY: build-notifier
-build-notifier: ## Build bin/notifier (its own module, like the matcher).
-	cd notifier && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="$(GO_LDFLAGS)" -o $(BIN)/notifier ./cmd/notifier
-
-.PHONY: build-kubectl-plugin
-build-kubectl-plugin: ## Build bin/kubectl-crowsnest (put it on PATH: kubectl crowsnest …).
-	cd kubectl-crowsnest && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="$(PLUGIN_LDFLAGS)" -o $(BIN)/kubectl-crowsnest .
-
-.PHONY: build-uploader
-build-uploader: ## Build bin/uploader.
-	cd uploader && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="$(GO_LDFLAGS)" -o $(BIN)/uploader .
-
 # The Grype CLI of the scan image, from the same wrapper module and with the
 # same version stamp as hack/tools.sh grype (which caches the host's build).
 GRYPE_LDFLAGS := -s -w -X main.version=$(GRYPE_VERSION:v%=%) -X main.gitDescription=$(GRYPE_VERSION) -X main.gitCommit=none -X main.buildDate=1970-01-01T00:00:00Z
 
 .PHONY: build-grype
 build-grype: ## Build bin/grype from hack/tools/grype (GOOS/GOARCH for the scan image).
-	cd hack/tools/grype && GOWORK=off CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags="$(GRYPE_LDFLAGS)" -o $(BIN)/grype github.com/anchore/grype/cmd/grype
+	cd hack/tools/grype && GOWORK=off CGO_ENABLED=0 GOFLAGS="$${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags="$(GRYPE_LDFLAGS)" -o $(BIN)/grype github.com/anchore/grype/cmd/grype
 
 ##@ Test
 
+# make test runs its prerequisites in this order (no -j), to fail fast: the
+# quick unit suites (small dependency trees), then the lint, then the slow
+# suites. .ci/run runs make verify before it and make e2e after it.
+TEST_FAST := test-ci test-api test-operator-api test-uploader test-tools
+
 .PHONY: test
-test: lint test-api test-support test-operator test-results-api test-uploader test-matcher test-notifier test-kubectl-plugin test-tools test-web test-chart test-images bench-smoke ## Lint, then run every test suite and smoke-run every benchmark (CI runs this, then make e2e).
+test: $(TEST_FAST) lint test-support test-operator test-results-api test-matcher test-notifier test-kubectl-plugin test-chart test-web test-images bench-smoke ## Every suite, the lint and every benchmark once: quick unit suites first, then lint, then the slow suites (CI runs make verify, this, then make e2e).
 
-.PHONY: test-api
+.PHONY: test-fast
+test-fast: $(TEST_FAST) ## Only the quick unit suites (make test runs them first).
+
+# Every go test runs through gotestsum: readable output (GOTESTSUM_FORMAT)
+# and go test -json in dist/test-json/NAME.json, from which .ci/run reports
+# the slowest tests.
+TEST_JSON := $(ROOT)/dist/test-json
+GOTESTSUM_FORMAT ?= pkgname
+# gotest NAME,MODULE,ENV,ARGS: go test ARGS in MODULE (GOWORK=off: each
+# module tested as it builds alone), its JSON in dist/test-json/NAME.json.
+gotest = mkdir -p $(TEST_JSON) && cd $(2) && GOWORK=off $(3) gotestsum --jsonfile $(TEST_JSON)/$(1).json --format $(GOTESTSUM_FORMAT) -- $(4)
+
+# timed: put first on a recipe line to record the line's wall time and exit
+# status as "TARGET SECONDS STATUS" in $CROWSNEST_STEP_LOG when that is set
+# (.ci/run sets it and prints the table at the end).
+timed = $(if $(CROWSNEST_STEP_LOG),start=$$SECONDS; trap 'rc=$$?; printf "%s\t%s\t%s\n" $@ $$((SECONDS - start)) $$rc >>"$(CROWSNEST_STEP_LOG)"; echo "step $@: $$((SECONDS - start)) s (exit $$rc)"' EXIT;)
+
+# Go suites: test-NAME runs go test $(GO_TEST_FLAGS) ./... in each module of
+# suite_NAME (with suite_env_NAME). Every code module with tests is in one
+# suite or is E2E_MODULE: hack/verify-modules.sh checks it.
+GO_SUITES := api operator-api uploader tools support operator results-api matcher notifier kubectl-plugin chart images
+suite_api := api
+suite_operator-api := operator/api
+suite_uploader := uploader
+suite_tools := hack/tools/grype
+suite_support := test/support
+suite_operator := operator
+suite_results-api := results-api
+suite_matcher := matcher
+suite_notifier := notifier
+suite_kubectl-plugin := kubectl-crowsnest kubectl-crowsnest/e2e
+suite_chart := test/chart
+suite_images := hack/tools/imagebuild
+suite_env_images := CROWSNEST_ROOT=$(ROOT)
+E2E_MODULE := test/stack
+
+.PHONY: $(addprefix test-,$(GO_SUITES))
+$(addprefix test-,$(GO_SUITES)): test-%: tool-gotestsum
+	$(timed) $(foreach m,$(suite_$*),($(call gotest,$(call module_name,$(m)),$(m),$(suite_env_$*),$(GO_TEST_FLAGS) ./...));)
+
 test-api: ## Shared contracts: every subject, exit code and path pinned.
-	cd api && GOWORK=off go test $(GO_TEST_FLAGS) ./...
-
-.PHONY: test-support
+test-operator-api: ## The operator's CRD types (Scanner, ClusterScanner).
+test-uploader: pg-install ## Uploader tests against a real results-api.
+test-tools: ## Tests of the tool modules: the Grype fixture/DB builders.
 test-support: kube-assets pg-install ## Smoke-test the real backends: envtest control plane, Postgres, JetStream.
-	cd test/support && GOWORK=off go test $(GO_TEST_FLAGS) ./...
-
-.PHONY: test-operator
-test-operator: kube-assets pg-install ## Operator tests on envtest, embedded NATS and a real results-api (on Postgres).
-	cd operator/api && GOWORK=off go test $(GO_TEST_FLAGS) ./...
-	cd operator && GOWORK=off go test $(GO_TEST_FLAGS) ./...
-
-.PHONY: test-results-api
+test-operator: test-operator-api kube-assets pg-install ## Operator tests on envtest, embedded NATS and a real results-api (on Postgres); test-operator-api first.
 test-results-api: kube-assets pg-install ## results-api tests on a real Postgres, embedded NATS and the envtest API server (TokenReview).
-	cd results-api && GOWORK=off go test $(GO_TEST_FLAGS) ./...
+test-matcher: pg-install ## matcher tests: real Grype library on DBs written with Grype's writer, Grype's own DB client, a real results-api.
+test-notifier: ## notifier tests: real JetStream with the contract's users, real HTTP receivers, a real Alertmanager built from its module, a SIGKILLed child notifier.
+test-kubectl-plugin: kube-assets pg-install ## kubectl-crowsnest: unit tests and krew manifest, then every command against a real kube-apiserver and results-api (Postgres, JetStream).
+test-chart: kube-assets tool-helm ## Lint, render and server-side dry-run the Helm chart.
+test-images: build-web ## Build the five component images (host platform) with hack/tools/imagebuild and check their content; rebuild one to check the digest is reproducible.
+
+.PHONY: test-ci
+test-ci: tool-gotestsum ## Tests of the CI scripts (hack/*_test.sh): the module check fails on a module missed or misclassified, the compile counter counts, the timing report.
+	$(timed) for t in hack/*_test.sh; do echo "$$t"; "$$t"; done
+
+.PHONY: test-web
+test-web: pg-install web-deps ## Web type check, unit tests, bundle budget, and browser tests in Debian's Chromium on a real results-api.
+	$(timed) hack/deps.sh chromium && cd web && npm run check && npm run test:unit && npm run build && npm run size && npm run test:browser
 
 .PHONY: bench-results-api
 bench-results-api: pg-install ## results-api benchmarks: ingest, lookup, queries, WebSocket fan-out (numbers: docs/benchmarks.md).
@@ -125,55 +195,21 @@ bench-results-api: pg-install ## results-api benchmarks: ingest, lookup, queries
 	cd results-api && go test -run '^$$' -bench 'MemoryUnderLoad' -benchtime 1x -timeout 30m ./bench/
 	cd results-api && go test -run '^$$' -bench 'Export|ScopedList' -benchtime 20x -timeout 20m ./bench/
 
-.PHONY: test-uploader
-test-uploader: pg-install ## Uploader tests against a real results-api.
-	cd uploader && GOWORK=off go test $(GO_TEST_FLAGS) ./...
-
-.PHONY: test-notifier
-test-notifier: ## notifier tests: real JetStream with the contract's users, real HTTP receivers, a real Alertmanager built from its module, a SIGKILLed child notifier.
-	cd notifier && GOWORK=off go test $(GO_TEST_FLAGS) ./...
-
-.PHONY: test-kubectl-plugin
-test-kubectl-plugin: kube-assets pg-install ## kubectl-crowsnest: unit tests and krew manifest, then every command against a real kube-apiserver and results-api (Postgres, JetStream).
-	cd kubectl-crowsnest && GOWORK=off go test $(GO_TEST_FLAGS) ./...
-	cd kubectl-crowsnest/e2e && GOWORK=off go test $(GO_TEST_FLAGS) ./...
-
-.PHONY: test-matcher
-test-matcher: pg-install ## matcher tests: real Grype library on DBs written with Grype's writer, Grype's own DB client, a real results-api.
-	cd matcher && GOWORK=off go test $(GO_TEST_FLAGS) ./...
-
-.PHONY: test-tools
-test-tools: ## Tests of the tool modules: the Grype fixture/DB builders.
-	cd hack/tools/grype && GOWORK=off go test $(GO_TEST_FLAGS) ./...
-
-# BENCH_PKGS are the packages with Go benchmarks; bench-smoke runs each
-# benchmark once so the checks inside them run and they cannot rot.
-BENCH_PKGS := operator:./internal/controller/,./internal/discovery/,./internal/podcache/ results-api:./bench/ matcher:./internal/rematch/
+# BENCH_PKGS are the packages with Go benchmarks ("MODULE:./PKG/,./PKG/",
+# found by hack/modules.sh); bench-smoke runs each benchmark once so the
+# checks inside them run and they cannot rot.
+BENCH_PKGS = $(shell hack/modules.sh packages '^func Benchmark')
 
 .PHONY: bench-smoke
-bench-smoke: kube-assets pg-install ## Run every Go benchmark once (-benchtime 1x): correctness checks only, no numbers.
-	for spec in $(BENCH_PKGS); do m=$${spec%%:*}; pkgs=$${spec#*:}; \
-	  (cd $$m && GOWORK=off CGO_ENABLED=0 CROWSNEST_BENCH_SMOKE=1 go test -trimpath -count=1 -timeout=20m -run '^$$' -bench . -benchtime 1x $${pkgs//,/ }); done
-
-.PHONY: test-web
-test-web: pg-install web-deps ## Web type check, unit tests, bundle budget, and browser tests in Debian's Chromium on a real results-api.
-	hack/deps.sh chromium
-	cd web && npm run check && npm run test:unit
-	cd web && npm run build && npm run size
-	cd web && npm run test:browser
-
-.PHONY: test-chart
-test-chart: kube-assets tool-helm ## Lint, render and server-side dry-run the Helm chart.
-	cd test/chart && GOWORK=off go test $(GO_TEST_FLAGS) ./...
-
-.PHONY: test-images
-test-images: build-web ## Build the five component images (host platform) with hack/tools/imagebuild and check their content; rebuild one to check the digest is reproducible.
-	cd hack/tools/imagebuild && GOWORK=off CROWSNEST_ROOT=$(ROOT) go test $(GO_TEST_FLAGS) ./...
+bench-smoke: kube-assets pg-install tool-gotestsum ## Run every Go benchmark once (-benchtime 1x): correctness checks only, no numbers.
+	$(timed) for spec in $(BENCH_PKGS); do m=$${spec%%:*}; pkgs=$${spec#*:}; \
+	  ($(call gotest,bench-$${m//\//-},$$m,CGO_ENABLED=0 CROWSNEST_BENCH_SMOKE=1,-trimpath -count=1 -timeout=20m -run '^$$' -bench . -benchtime 1x $${pkgs//$(comma)/ })); done
 
 .PHONY: e2e
-e2e: stack-deps ## End-to-end tests on the local stack (test/stack, tests in test/stack/e2e): real control plane, kwok, registry, Grype, NATS, Postgres, results-api, operator.
+e2e: GOTESTSUM_FORMAT := standard-verbose
+e2e: stack-deps tool-gotestsum ## End-to-end tests on the local stack (test/stack, tests in test/stack/e2e): real control plane, kwok, registry, Grype, NATS, Postgres, results-api, operator.
 	hack/deps.sh chromium
-	cd test/stack && GOWORK=off go test -count=1 -race -timeout=40m -v -run '$(E2E_RUN)' ./...
+	$(timed) $(call gotest,e2e,$(E2E_MODULE),,-count=1 -race -timeout=40m -v -run '$(E2E_RUN)' ./...)
 
 .PHONY: bench-e2e
 bench-e2e: stack-deps ## Scale benchmark on the local stack (1,000 Pods, 300 digests, 10 namespaces); numbers go to docs/benchmarks.md.
@@ -204,9 +240,24 @@ bench-operator-rss: kube-assets pg-install ## The operator binary as a separate 
 
 ##@ Code quality
 
-.PHONY: lint
-lint: tool-golangci-lint ## Lint every Go module with the shared config.
-	for m in $(GO_MODULES); do (cd $$m && echo "lint $$m" && GOWORK=off CGO_ENABLED=0 GOFLAGS="$${GOFLAGS:-} -trimpath" golangci-lint run --allow-parallel-runners --config $(ROOT)/.golangci.yml ./...); done
+# lint-NAME lints one code module (NAME: its folder, / as -), GOWORK=off
+# with the flags of the binaries (CGO_ENABLED=0 -trimpath) so that the type
+# information comes from the packages their builds compile. golangci-lint's
+# own cache (analysis results, shared by modules with the same packages)
+# lives in the tool cache, so a warm CI run keeps it.
+# Not one workspace-wide run for go.work's modules: go.work selects newer
+# versions of shared dependencies (golang.org/x/net, x/sys, protobuf, logr)
+# than the modules' own go.mod files, so that run would check code against
+# versions no binary is built with, and compile their trees once more.
+LINT_TARGETS := $(foreach m,$(GO_MODULES),lint-$(call module_name,$(m)))
+$(foreach m,$(GO_MODULES),$(eval lint_dir_$(call module_name,$(m)) := $(m)))
+export GOLANGCI_LINT_CACHE ?= $(CROWSNEST_CACHE)/golangci-lint
+
+.PHONY: lint $(LINT_TARGETS)
+lint: $(LINT_TARGETS) ## Lint every Go module with the shared config (lint-NAME: one module, make help lists them).
+
+$(LINT_TARGETS): lint-%: tool-golangci-lint
+	$(timed) cd $(lint_dir_$*) && echo "lint $(lint_dir_$*)" && GOWORK=off CGO_ENABLED=0 GOFLAGS="$${GOFLAGS:-} -trimpath" golangci-lint run --allow-parallel-runners --config $(ROOT)/.golangci.yml ./...
 
 .PHONY: lint-openapi
 lint-openapi: web-deps ## Lint results-api's OpenAPI document with Redocly CLI's recommended rules (any error fails).
@@ -240,13 +291,15 @@ generate-chart: generate-operator ## Copy the operator's generated CRD and RBAC 
 	cd test/chart && GOWORK=off CGO_ENABLED=0 go run -trimpath ./cmd/chartschema -o $(ROOT)/helm/crowsnest/values.schema.json
 	cd test/chart && GOWORK=off CGO_ENABLED=0 go run -trimpath ./cmd/natsperm -o $(ROOT)/helm/crowsnest/charts/nats/files/permissions.json
 
-# METRICS_REFERENCE_PKGS are module:package pairs whose TestMetricsReference
-# builds a component's Prometheus registry as its binary does.
-METRICS_REFERENCE_PKGS := results-api:./internal/metrics/ operator:./cmd/ matcher:./internal/metrics/ notifier:./internal/metrics/
+# METRICS_REFERENCE_PKGS are the packages ("MODULE:./PKG/", found by
+# hack/modules.sh) whose TestMetricsReference builds a component's
+# Prometheus registry as its binary does.
+METRICS_REFERENCE_REGEX := ^func TestMetricsReference[(]
+METRICS_REFERENCE_PKGS = $(shell hack/modules.sh packages '$(METRICS_REFERENCE_REGEX)')
 
 .PHONY: generate-metrics
 generate-metrics: ## Rewrite docs/metrics/<component>.md from each component's real metric registry (the chart tests check alerts and dashboards against them).
-	for spec in $(METRICS_REFERENCE_PKGS); do m=$${spec%%:*}; (cd $$m && GOWORK=off UPDATE_METRICS_REFERENCE=1 go test -count=1 -race -run '^TestMetricsReference$$' $${spec#*:}); done
+	for spec in $(METRICS_REFERENCE_PKGS); do m=$${spec%%:*}; pkgs=$${spec#*:}; (cd $$m && GOWORK=off UPDATE_METRICS_REFERENCE=1 go test -count=1 -race -run '^TestMetricsReference$$' $${pkgs//$(comma)/ }); done
 
 .PHONY: fixtures
 fixtures: ## Regenerate results-api/testdata/grype: real Grype output from offline images and a tiny v6 DB.
@@ -254,13 +307,29 @@ fixtures: ## Regenerate results-api/testdata/grype: real Grype output from offli
 	$(BIN)/fixtures --grype $(BIN)/grype --out results-api/testdata/grype --go-src hack/tools/grype/testdata/gobinary
 
 .PHONY: verify
-verify: ## Fail when generated files are stale, go.mod files are untidy, version pins disagree, or a workflow fails actionlint.
+verify: ## Fail when generated files are stale, a go.mod is missed by the module list or untidy, version pins disagree, or a workflow fails actionlint.
+	hack/verify-modules.sh
 	$(MAKE) generate
 	$(MAKE) lint-openapi
 	$(MAKE) lint-actions
 	for m in $(GO_MODULES) $(GO_WRAPPER_MODULES); do (cd $$m && echo "tidy $$m" && GOWORK=off go mod tidy -diff); done
 	hack/verify-versions.sh
 	git diff --exit-code -- . ':(exclude)web/package-lock.json' || { echo "generated files are stale: run make generate and commit"; exit 1; }
+
+.PHONY: list-modules
+list-modules: ## Print the Go module lists (derived by hack/modules.sh) and which suite tests each module.
+	@echo "code $(GO_MODULES)"
+	@echo "wrapper $(GO_WRAPPER_MODULES)"
+	@$(foreach s,$(GO_SUITES),echo "suite test-$(s) $(suite_$(s))";)
+	@echo "suite e2e $(E2E_MODULE)"
+
+.PHONY: module-skew
+module-skew: ## List the dependencies the code modules build at different versions (each skew compiles the trees above it again).
+	hack/module-skew.sh
+
+.PHONY: compile-counts
+compile-counts: ## Summarise dist/compiles.log, which every go command writes under CROWSNEST_COUNT_COMPILES=1: compiles per flavour, of Kubernetes and Grype.
+	hack/compile-counts.sh $(or $(CROWSNEST_COMPILE_LOG),$(ROOT)/dist/compiles.log)
 
 ##@ Run
 
@@ -291,29 +360,20 @@ imagebuild: ## Build bin/imagebuild, the image builder (hack/tools/imagebuild).
 .PHONY: images
 images: $(addprefix image-,$(COMPONENT_IMAGES)) image-grype ## Build and check every image for PLATFORMS into dist/images (OCI layouts; VERSION, REVISION).
 
-.PHONY: image-operator
-image-operator: imagebuild ## Build dist/images/operator.
-	$(call image_build,operator,$(VERSION))
+# image-NAME builds dist/images/NAME, tagged VERSION (or image_version_NAME).
+IMAGES := $(COMPONENT_IMAGES) grype
+image_version_grype := $(GRYPE_VERSION)
 
-.PHONY: image-results-api
-image-results-api: imagebuild build-web ## Build dist/images/results-api (the web UI embedded).
-	$(call image_build,results-api,$(VERSION))
+.PHONY: $(addprefix image-,$(IMAGES))
+$(addprefix image-,$(IMAGES)): image-%: imagebuild
+	$(call image_build,$*,$(or $(image_version_$*),$(VERSION)))
 
-.PHONY: image-uploader
-image-uploader: imagebuild ## Build dist/images/uploader (the scan Jobs' main container).
-	$(call image_build,uploader,$(VERSION))
-
-.PHONY: image-matcher
-image-matcher: imagebuild ## Build dist/images/matcher.
-	$(call image_build,matcher,$(VERSION))
-
-.PHONY: image-notifier
-image-notifier: imagebuild ## Build dist/images/notifier.
-	$(call image_build,notifier,$(VERSION))
-
-.PHONY: image-grype
-image-grype: imagebuild ## Build dist/images/grype: the scan Jobs' Grype image, tagged GRYPE_VERSION.
-	$(call image_build,grype,$(GRYPE_VERSION))
+image-operator: ## Build dist/images/operator.
+image-results-api: build-web ## Build dist/images/results-api (the web UI embedded).
+image-uploader: ## Build dist/images/uploader (the scan Jobs' main container).
+image-matcher: ## Build dist/images/matcher.
+image-notifier: ## Build dist/images/notifier.
+image-grype: ## Build dist/images/grype: the scan Jobs' Grype image, tagged GRYPE_VERSION.
 
 .PHONY: images-push
 images-push: images ## Build, then push every image to REGISTRY (crowsnest-<name>:VERSION, crowsnest-grype:GRYPE_VERSION) with your docker login.

@@ -37,7 +37,7 @@ go_install() {
 	if [[ ! -x "$dir/$name" ]]; then
 		log "building $name $version (first run only)"
 		local start=$SECONDS
-		GOBIN="$dir" GOFLAGS=-mod=mod CGO_ENABLED=0 go install -trimpath "$pkg@$version"
+		GOBIN="$dir" GOFLAGS="${GOFLAGS:-} -mod=mod" CGO_ENABLED=0 go install -trimpath "$pkg@$version"
 		log "built $name in $((SECONDS - start))s"
 	fi
 	link "$dir/$name" "$BIN/$name"
@@ -57,7 +57,7 @@ build_wrapper() {
 		log "building $name (first run only; this takes minutes)"
 		local start=$SECONDS
 		rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
-		(cd "$moddir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$dir.tmp/" "$@")
+		(cd "$moddir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags "$ldflags" -o "$dir.tmp/" "$@")
 		rm -rf "$dir" && mv "$dir.tmp" "$dir"
 		touch "$dir/.built"
 		log "built $name in $((SECONDS - start))s"
@@ -96,7 +96,7 @@ tilt() {
 	if [[ ! -x "$dir/tilt" ]]; then
 		log "building tilt (first run only; several minutes)"
 		local start=$SECONDS
-		(cd "$moddir" && GONOSUMDB=github.com/tilt-dev CGO_ENABLED=1 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w -X main.version=${TILT_VERSION#v} -X main.date=1970-01-01" -o "$dir.tmp/tilt" github.com/tilt-dev/tilt/cmd/tilt)
+		(cd "$moddir" && GONOSUMDB=github.com/tilt-dev CGO_ENABLED=1 GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags "-s -w -X main.version=${TILT_VERSION#v} -X main.date=1970-01-01" -o "$dir.tmp/tilt" github.com/tilt-dev/tilt/cmd/tilt)
 		mkdir -p "$dir" && mv "$dir.tmp/tilt" "$dir/tilt" && rmdir "$dir.tmp"
 		log "built tilt in $((SECONDS - start))s"
 	fi
@@ -112,7 +112,7 @@ grype() {
 	local dir
 	dir=$(GOWORK=off build_wrapper grype "$moddir" "$ld" github.com/anchore/grype/cmd/grype)
 	link "$dir/grype" "$BIN/grype"
-	(cd "$moddir" && GOWORK=off CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -o "$BIN/" ./cmd/vulndb ./cmd/fixtures)
+	(cd "$moddir" && GOWORK=off CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -o "$BIN/" ./cmd/vulndb ./cmd/fixtures)
 }
 
 install_one() {

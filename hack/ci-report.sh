@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The timing report .ci/run prints at its end (also after a failure):
+# every step's wall time and exit status, in the order they finished, from
+# the step log (lines "STEP SECONDS STATUS": .ci/run's own steps and each
+# make target that records itself, see `timed` in the Makefile), then the
+# ten slowest tests across every suite's go test -json output (gotestsum
+# tool slowest; subtests count as tests).
+#
+#   hack/ci-report.sh STEP_LOG JSON_DIR [N]
+set -euo pipefail
+steps=$1 json=$2 n=${3:-10}
+cd "$(dirname "$0")/.."
+
+echo "ci: step times"
+if [[ -s "$steps" ]]; then
+	awk -F'\t' '{ s = $2; printf "  %-32s %3dm%02ds%s\n", $1, s / 60, s % 60, ($3 == 0 ? "" : "  FAILED (exit " $3 ")") }' "$steps"
+else
+	echo "  (no steps recorded)"
+fi
+
+shopt -s nullglob
+files=("$json"/*.json)
+echo "ci: the $n slowest tests of ${#files[@]} go test -json files in $json"
+if ((${#files[@]} == 0)); then
+	echo "  (none)"
+elif [[ ! -x bin/gotestsum ]]; then
+	echo "  (bin/gotestsum missing: hack/tools.sh gotestsum)"
+else
+	cat "${files[@]}" | bin/gotestsum tool slowest --threshold 0 --num "$n" | sed 's/^/  /'
+fi

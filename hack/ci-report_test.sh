@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Tests hack/ci-report.sh on a made-up step log and go test -json files of
+# two suites: steps in order with failures marked, and the ten slowest tests
+# across both files, slowest first. `make test-ci` runs it.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+printf 'test-api\t75\t0\nlint-operator\t615\t2\nmake test\t3700\t2\n' >"$work/steps.tsv"
+mkdir "$work/json"
+# Twelve tests in two files; test N takes N seconds.
+for i in $(seq 1 12); do
+	f=$work/json/suite$((i % 2)).json
+	printf '{"Action":"run","Package":"example.com/p%d","Test":"TestN%02d"}\n' $((i % 2)) "$i" >>"$f"
+	printf '{"Action":"pass","Package":"example.com/p%d","Test":"TestN%02d","Elapsed":%d}\n' $((i % 2)) "$i" "$i" >>"$f"
+done
+
+out=$("$root/hack/ci-report.sh" "$work/steps.tsv" "$work/json")
+failures=0
+check() {
+	if grep -qE "$2" <<<"$out"; then echo "ok   $1"; else echo "FAIL $1: no line matching $2 in:"; echo "$out"; failures=$((failures + 1)); fi
+}
+check "a passed step" '^  test-api +1m15s$'
+check "a failed step" '^  lint-operator +10m15s  FAILED \(exit 2\)$'
+check "the hour-long step" '^  make test +61m40s  FAILED \(exit 2\)$'
+slow=$(sed -n '/slowest tests/,$p' <<<"$out" | tail -n +2 | awk '{ print $2 }' | tr '\n' ' ')
+if [[ $slow == "TestN12 TestN11 TestN10 TestN09 TestN08 TestN07 TestN06 TestN05 TestN04 TestN03 " ]]; then
+	echo "ok   the ten slowest of both suites, slowest first"
+else
+	echo "FAIL slowest tests: got \"$slow\" in:"; echo "$out"; failures=$((failures + 1))
+fi
+if ((failures)); then
+	echo "ci-report: $failures check(s) failed"
+	exit 1
+fi
+echo "ci-report: every check passed"
