@@ -207,7 +207,7 @@ bench-smoke: kube-assets pg-install tool-gotestsum ## Run every Go benchmark onc
 
 .PHONY: e2e
 e2e: GOTESTSUM_FORMAT := standard-verbose
-e2e: stack-deps tool-gotestsum ## End-to-end tests on the local stack (test/stack, tests in test/stack/e2e): real control plane, kwok, registry, Grype, NATS, Postgres, results-api, operator.
+e2e: stack-deps tool-gotestsum ## End-to-end tests on the local stack (test/stack, tests in test/stack/e2e): real control plane, kwok, a real node (kubelet + containerd) for scan Pods, registry, Grype, NATS, Postgres, results-api, matcher, notifier, operator.
 	hack/deps.sh chromium
 	$(timed) $(call gotest,e2e,$(E2E_MODULE),,-count=1 -race -timeout=40m -v -run '$(E2E_RUN)' ./...)
 
@@ -218,12 +218,17 @@ bench-e2e: stack-deps ## Scale benchmark on the local stack (1,000 Pods, 300 dig
 	  go test -count=1 -timeout=45m -run '^TestBench' -v ./e2e/
 	@echo "end-to-end numbers: dist/bench-e2e.md (copy them into docs/benchmarks.md, section end-to-end)"
 
-# stack-deps builds everything the local stack runs (cached after the first run).
+# stack-deps builds everything the local stack runs (cached after the first run):
+# the real node's containerd, runc and CNI plugins from apt, and the scan Jobs'
+# uploader and grype images for the host platform, which the stack's registry
+# serves to the node.
 .PHONY: stack-deps
 stack-deps: kube-assets pg-install
+	hack/deps.sh node
 	hack/tools.sh kwok nats-server grype
 	@if [[ -f web/package.json ]]; then $(MAKE) --no-print-directory build-web; fi
 	$(MAKE) --no-print-directory build-operator build-results-api build-uploader build-matcher build-notifier
+	$(MAKE) --no-print-directory image-uploader image-grype PLATFORMS=linux/$$(go env GOARCH)
 	cd test/stack && GOWORK=off CGO_ENABLED=0 go build -trimpath -o $(BIN)/stack ./cmd/stack
 
 .PHONY: bench
@@ -334,7 +339,7 @@ compile-counts: ## Summarise dist/compiles.log, which every go command writes un
 ##@ Run
 
 .PHONY: demo
-demo: stack-deps ## Run the whole system locally (control plane + kwok, registry, NATS, Postgres, results-api, operator); Ctrl-C stops it. DEMO_FLAGS=--help lists options.
+demo: stack-deps ## Run the whole system locally (control plane + kwok, a real node for scan Pods, registry, NATS, Postgres, results-api, matcher, notifier, operator; needs root); Ctrl-C stops it. DEMO_FLAGS=--help lists options.
 	$(BIN)/stack $(DEMO_FLAGS)
 
 ##@ Packaging and dev loop

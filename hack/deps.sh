@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Crowsnest's tests need, only when missing.
-#   hack/deps.sh postgres|chromium ...
+#   hack/deps.sh postgres|chromium|node ...
 set -euo pipefail
 
 need_apt_update=1
@@ -24,6 +24,12 @@ for dep in "$@"; do
 		;;
 	chromium)
 		[[ -x /usr/bin/chromium ]] || apt_install chromium fonts-dejavu-core
+		;;
+	node)
+		# The local stack's real node: containerd and runc run the scan Pods,
+		# the CNI plugins give them the node's bridge network.
+		[[ -x /usr/bin/containerd && -x /usr/bin/runc && -x /usr/lib/cni/bridge && -x /usr/sbin/iptables ]] ||
+			apt_install containerd runc containernetworking-plugins iptables
 		;;
 	*) echo "deps: unknown dependency $dep" >&2; exit 2 ;;
 	esac

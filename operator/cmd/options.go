@@ -46,6 +46,9 @@ type Options struct {
 	PublishRetry            time.Duration
 	Inventory               bool
 	GrypeImage              string
+	ScanPodNodeSelector     string
+	ScanPodTolerations      string
+	InsecureRegistries      string
 	VulnDBURL               string
 	Kubeconfig              string
 	UploaderImage           string
@@ -99,6 +102,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.VulnDBURL, "vulndb-url", "", "base URL scan Jobs fetch Grype's vulnerability DB from (GRYPE_DB_UPDATE_URL), e.g. the matcher's http://crowsnest-matcher:8080/vulndb (empty: every scan downloads it from Grype's public URL)")
 	fs.StringVar(&o.GrypeImage, "grype-image", scanjob.DefaultGrypeImage, "Grype image of scan Jobs (a Scanner's spec.grypeImage wins)")
 	fs.StringVar(&o.UploaderImage, "uploader-image", "", "uploader image of scan Jobs (required)")
+	fs.StringVar(&o.ScanPodNodeSelector, "scan-pod-node-selector", "", "nodeSelector of every scan Pod, `key=value,...` (e.g. keep scans on nodes set aside for them)")
+	fs.StringVar(&o.ScanPodTolerations, "scan-pod-tolerations", "", "tolerations of every scan Pod, `key=value:Effect,key:Effect,...` (key alone: Exists; no effect: every effect)")
+	fs.StringVar(&o.InsecureRegistries, "insecure-registries", "", "comma-separated registry `hosts` (host:port) Grype pulls scanned images from over plain HTTP: development registries only")
 	fs.StringVar(&o.ScanServiceAccount, "scan-service-account", "", "service account of scan Pods; its projected token authenticates the upload (default: the namespace's default)")
 	fs.StringVar(&o.ScanNetworkPolicy, "scan-network-policy", "", "file with the NetworkPolicy spec of scan Pods (YAML; podSelector exactly the scan Pods' labels), kept in every namespace a ClusterScanner covers (the chart renders it; empty: none)")
 	fs.StringVar(&o.ScanNetworkPolicyName, "scan-network-policy-name", "crowsnest-scan", "name of the scan NetworkPolicy in covered namespaces (one of this name the operator did not create is left as it is)")
@@ -136,6 +142,12 @@ func (o *Options) Validate() error {
 	}
 	if o.UploaderImage == "" {
 		errs = append(errs, errors.New("--uploader-image is required"))
+	}
+	if _, err := scanjob.ParseNodeSelector(o.ScanPodNodeSelector); err != nil {
+		errs = append(errs, fmt.Errorf("--scan-pod-node-selector: %w", err))
+	}
+	if _, err := scanjob.ParseTolerations(o.ScanPodTolerations); err != nil {
+		errs = append(errs, fmt.Errorf("--scan-pod-tolerations: %w", err))
 	}
 	if o.RetryBackoff <= 0 || o.RetryBackoffMax < o.RetryBackoff {
 		errs = append(errs, errors.New("--retry-backoff must be > 0 and <= --retry-backoff-max"))
@@ -211,8 +223,17 @@ func (o *Options) controllerOptions() controller.Options {
 	if uploaderURL == "" {
 		uploaderURL = o.ResultsAPIURL
 	}
+	sel, _ := scanjob.ParseNodeSelector(o.ScanPodNodeSelector) // checked by Validate
+	tol, _ := scanjob.ParseTolerations(o.ScanPodTolerations)
+	var insecure []string
+	for _, r := range strings.Split(o.InsecureRegistries, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			insecure = append(insecure, r)
+		}
+	}
 	return controller.Options{
-		GrypeImage: o.GrypeImage, UploaderImage: o.UploaderImage, UploaderAPIURL: uploaderURL,
+		ScanPlacement: scanjob.Placement{NodeSelector: sel, Tolerations: tol}, InsecureRegistries: insecure,
+		GrypeImage:    o.GrypeImage, UploaderImage: o.UploaderImage, UploaderAPIURL: uploaderURL,
 		VulnDBURL: o.VulnDBURL, ServiceAccount: o.ScanServiceAccount, JobTTL: o.JobTTL, RetryBase: o.RetryBackoff, RetryMax: o.RetryBackoffMax,
 		LookupRetry: o.LookupRetry, PublishRetry: o.PublishRetry, Workers: o.Workers, StuckGrace: o.StuckGrace,
 		MaxConcurrentScans: o.MaxConcurrentScans, RescansPerMinute: o.RescansPerMinute, RescanJitter: o.RescanJitter,

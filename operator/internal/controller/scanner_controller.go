@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/bus"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/inventory"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/podcache"
@@ -32,7 +33,11 @@ type Lookup interface {
 
 // Options are the operator-wide settings the controller applies.
 type Options struct {
-	GrypeImage     string
+	// ScanPlacement and InsecureRegistries go into every scan Job
+	// (scanjob.Params).
+	ScanPlacement      scanjob.Placement
+	InsecureRegistries []string
+	GrypeImage         string
 	UploaderImage  string
 	UploaderAPIURL string // results-api URL as seen from scan Pods
 	VulnDBURL      string // Grype's DB listing base URL for scan Jobs (the matcher); empty: Grype's default

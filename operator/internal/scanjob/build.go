@@ -58,6 +58,12 @@ type Params struct {
 	// http://crowsnest-matcher:8080/vulndb, so that no scan downloads the DB
 	// from the internet. Empty: Grype's public default.
 	VulnDBURL string
+	// Placement is where scan Pods may run (the operator's defaults).
+	Placement Placement
+	// InsecureRegistries are registry hosts Grype reaches over plain HTTP
+	// (GRYPE_REGISTRY_INSECURE_USE_HTTP for images there): a development
+	// registry such as kind's localhost:5001 or the local stack's.
+	InsecureRegistries []string
 	// DBCache is where Grype keeps its vulnerability DB. An emptyDir today;
 	// a shared, pre-populated volume can replace it without touching the rest.
 	DBCache corev1.VolumeSource
@@ -126,6 +132,8 @@ func Build(p Params) *batchv1.Job {
 						FSGroup:        ptr.To[int64](runAsUser),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
+					NodeSelector:   sortedCopy(p.Placement.NodeSelector),
+					Tolerations:    append([]corev1.Toleration(nil), p.Placement.Tolerations...),
 					InitContainers: initContainers(grype, p, secrets, dbCache),
 					Containers:     []corev1.Container{uploaderContainer(p)},
 					Volumes:        volumes(secrets, dbCache),
@@ -154,6 +162,9 @@ func grypeContainer(image string, p Params, registryAuth bool, res corev1.Resour
 	}
 	if p.VulnDBURL != "" {
 		env = append(env, corev1.EnvVar{Name: "GRYPE_DB_UPDATE_URL", Value: p.VulnDBURL})
+	}
+	if insecure(p.Image, p.InsecureRegistries) {
+		env = append(env, corev1.EnvVar{Name: "GRYPE_REGISTRY_INSECURE_USE_HTTP", Value: "true"})
 	}
 	mounts := []corev1.VolumeMount{
 		{Name: "scan", MountPath: ScanDir},
