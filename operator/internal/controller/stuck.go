@@ -100,7 +100,7 @@ func stuckCheckAfter(job *batchv1.Job, pods []corev1.Pod, now time.Time, grace t
 	if !jobRunning(job) || grace <= 0 {
 		return 0, false
 	}
-	var since time.Time
+	var since, pending time.Time
 	if own := ownPods(job, pods); len(own) == 0 {
 		since = job.CreationTimestamp.Time
 	} else {
@@ -108,9 +108,24 @@ func stuckCheckAfter(job *batchv1.Job, pods []corev1.Pod, now time.Time, grace t
 			if w := stuckContainer(&own[i]); w.reason != "" && (since.IsZero() || w.since.Before(since)) {
 				since = w.since
 			}
+			if p := &own[i]; p.Status.Phase == corev1.PodPending && p.DeletionTimestamp == nil && (pending.IsZero() || p.CreationTimestamp.Time.Before(pending)) {
+				pending = p.CreationTimestamp.Time
+			}
 		}
 		if since.IsZero() {
-			return 0, false
+			if pending.IsZero() {
+				return 0, false
+			}
+			// A Pending Pod may start waiting on a pull at any moment, and
+			// nothing the reconcile watches changes when it does (the Job's
+			// status stays active, not ready): a real kubelet's
+			// ErrImagePull arrives after the last Job event. Look again when
+			// its grace would run out, and every grace after that.
+			d := pending.Add(grace).Sub(now)
+			if d <= 0 {
+				d = grace
+			}
+			return d + time.Second, true
 		}
 	}
 	// A second past the grace: condition and creation times are whole seconds.

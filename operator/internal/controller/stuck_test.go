@@ -185,7 +185,12 @@ func TestStuckCheckAfter(t *testing.T) {
 		{name: "no Pod yet", job: stuckJob(), now: t0.Add(10 * time.Second), want: grace - 10*time.Second + time.Second},
 		{name: "waiting on a pull", job: stuckJob(), pods: []corev1.Pod{jobPod("job-uid", withInit("grype", pull))}, now: t0.Add(time.Minute), want: time.Minute + time.Second},
 		{name: "overdue: check at once", job: stuckJob(), pods: []corev1.Pod{jobPod("job-uid", withInit("grype", pull))}, now: t0.Add(time.Hour), want: time.Second},
-		{name: "running: the watch will tell", job: stuckJob(), pods: []corev1.Pod{jobPod("job-uid", withInit("grype", corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}))}, now: t0.Add(time.Minute)},
+		// A real kubelet reports a pull failure after the last Job event
+		// (the Job stays active, not ready): a Pending Pod is looked at again
+		// when its grace would run out, and every grace after that.
+		{name: "pending, Grype running: checked after the grace", job: stuckJob(), pods: []corev1.Pod{jobPod("job-uid", withInit("grype", corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}))}, now: t0.Add(time.Minute), want: grace - time.Minute + time.Second},
+		{name: "pending, nothing reported yet, past the grace: every grace", job: stuckJob(), pods: []corev1.Pod{jobPod("job-uid")}, now: t0.Add(grace + time.Minute), want: grace + time.Second},
+		{name: "running: the Job's ready count changes when it ends", job: stuckJob(), pods: []corev1.Pod{jobPod("job-uid", func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning })}, now: t0.Add(time.Minute)},
 		{name: "finished", job: finishedJob(batchv1.JobComplete, ""), now: t0.Add(time.Minute)},
 	}
 	for _, tt := range tests {
