@@ -8,7 +8,9 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/authz"
 )
 
@@ -131,6 +133,41 @@ func TestRematchScope(t *testing.T) {
 	if _, err := authz.New(nil, authz.Options{}); err == nil {
 		t.Error("nil client accepted")
 	}
+}
+
+// The scan service account can never hold the rematch scope: every scan
+// Pod's token would then replace any digest's report. Both ways of
+// configuring it are refused at start-up.
+func TestScanServiceAccountIsNeverRematch(t *testing.T) {
+	_, err := authz.New(failing(t, 500), authz.Options{RematchServiceAccounts: []string{"crowsnest/matcher", "scans/crowsnest-scan"},
+		ScanServiceAccount: "crowsnest-scan"})
+	if err == nil || !strings.Contains(err.Error(), "is the scan service account") {
+		t.Errorf("rematch account named like the scan service account: %v", err)
+	}
+	// Without a scan service account, every account the upload list admits
+	// may run scan Pods.
+	lax, err := authz.New(failing(t, 500), authz.Options{RematchServiceAccounts: []string{"crowsnest/matcher"}})
+	must(t, err)
+	for allowed, ok := range map[string]bool{"crowsnest/*": false, "*/matcher": false, "crowsnest/matcher": false, "scans/*": true} {
+		gate := &authz.Gate{Reviewer: uploaders(t, allowed), Authz: lax}
+		if err := gate.Check(); (err == nil) != ok {
+			t.Errorf("uploads allowed from %s: Check() = %v, want ok=%v", allowed, err, ok)
+		}
+	}
+	strict, err := authz.New(failing(t, 500), authz.Options{RematchServiceAccounts: []string{"crowsnest/matcher"}, ScanServiceAccount: "crowsnest-scan"})
+	must(t, err)
+	if err := (&authz.Gate{Reviewer: uploaders(t, "crowsnest/*"), Authz: strict}).Check(); err != nil {
+		t.Errorf("uploads only from crowsnest-scan, matcher's namespace allowed: %v", err)
+	}
+}
+
+// uploaders is authn's TokenReviewer allowing uploads from allowed (it
+// never calls the API server here).
+func uploaders(t *testing.T, allowed string) *authn.TokenReviewer {
+	t.Helper()
+	r, err := authn.New(&rest.Config{Host: "https://127.0.0.1:1"}, authn.Options{Allowed: []string{allowed}})
+	must(t, err)
+	return r
 }
 
 func (c *cluster) clusterRole(name string, verbs ...string) {

@@ -77,6 +77,13 @@ func New(client kubernetes.Interface, o Options) (*Authorizer, error) {
 	if strings.ContainsAny(o.ScanServiceAccount, "/:*") {
 		return nil, fmt.Errorf("scan service account %q: want a bare name", o.ScanServiceAccount)
 	}
+	for _, sa := range o.RematchServiceAccounts {
+		if _, name, _ := strings.Cut(sa, "/"); o.ScanServiceAccount != "" && name == o.ScanServiceAccount {
+			return nil, fmt.Errorf("rematch service account %q is the scan service account %q: every scan Pod's token "+
+				"would hold the rematch scope and could replace any digest's report; give the matcher its own service account",
+				sa, o.ScanServiceAccount)
+		}
+	}
 	o.UploadCacheSize = positive(o.UploadCacheSize, DefaultUploadCacheSize)
 	o.UploadCacheTTL = positive(o.UploadCacheTTL, DefaultUploadCacheTTL)
 	o.AdminCacheSize = positive(o.AdminCacheSize, DefaultAdminCacheSize)
@@ -98,6 +105,24 @@ func New(client kubernetes.Interface, o Options) (*Authorizer, error) {
 func (a *Authorizer) AuthorizeRematch(id Identity) error {
 	if id.Static || id.Username == "" || !slices.Contains(a.rematch, id.Username) {
 		return fmt.Errorf("%w: %s does not hold the rematch scope", ErrForbidden, id.subject())
+	}
+	return nil
+}
+
+// CheckUploaders refuses a configuration in which a rematch service account
+// could also be a scan Pod's: with no ScanServiceAccount, any service
+// account uploadAllowed admits may run scan Pods, so none of those may be a
+// rematch account (New already refuses one named like ScanServiceAccount).
+func (a *Authorizer) CheckUploaders(uploadAllowed func(username string) bool) error {
+	if a.o.ScanServiceAccount != "" || uploadAllowed == nil {
+		return nil
+	}
+	for _, u := range a.rematch {
+		if uploadAllowed(u) {
+			return fmt.Errorf("rematch service account %s may also upload (allowed service accounts) and no scan service account "+
+				"is set: a scan Pod running as it would hold the rematch scope; set the scan service account or keep the "+
+				"matcher's namespace out of the allowed service accounts", u)
+		}
 	}
 	return nil
 }

@@ -25,10 +25,12 @@ type Reviewer interface {
 //   - The static admin token (when configured) may PUT and DELETE.
 //   - Otherwise, with a Reviewer (TokenReview mode), the token is checked
 //     locally (PrecheckJWT) and then reviewed. A DELETE needs admin (SAR
-//     delete on reports.crowsnest.dev). A PUT by a token bound to a Pod is
-//     an upload (AuthorizeUpload, within the Reviewer's allowed service
-//     accounts); by a rematch service account, a rematch of a report that
-//     exists; by anyone else, admin (SAR create).
+//     delete on reports.crowsnest.dev). A PUT by a rematch service account
+//     is a rematch of a report that exists, whether or not its token is
+//     bound to a Pod (a kubelet binds every token it mounts); by another
+//     token bound to a Pod, an upload (AuthorizeUpload, within the
+//     Reviewer's allowed service accounts); by anyone else, admin (SAR
+//     create).
 //
 // AuthenticateScope also says which scope the write goes ahead with.
 type Gate struct {
@@ -101,26 +103,49 @@ func (g *Gate) AuthenticateScope(r *http.Request, token string) (Scope, error) {
 	case r.Method != http.MethodPut:
 		return "", fmt.Errorf("%w: %s is not a write", authn.ErrBadToken, r.Method)
 	}
+	// The rematch accounts come first: every token a kubelet mounts is
+	// bound to its Pod, the matcher's too, so being bound to a Pod does not
+	// make a token a scan Pod's. New refuses a scan service account that
+	// is also a rematch one, so no scan Pod's token takes this path.
+	if g.Authz.AuthorizeRematch(id) == nil {
+		return g.rematch(ctx, digest)
+	}
 	if _, _, bound := id.BoundPod(); bound {
 		if !g.Reviewer.Allowed(id.Username) {
 			return "", fmt.Errorf("%w: %s is not in a namespace Crowsnest scans", authn.ErrBadToken, id.Username)
 		}
 		return scoped(Upload, g.classify(g.Authz.AuthorizeUpload(ctx, id, digest)))
 	}
-	if g.Authz.AuthorizeRematch(id) == nil {
-		if updateOnly, _ := ctx.Value(updateOnlyKey{}).(bool); updateOnly {
-			return Rematch, nil
-		}
-		ok, err := g.HasReport(ctx, digest)
-		if err != nil {
-			return "", fmt.Errorf("%w: look up report: %w", authn.ErrAuthUnavailable, err)
-		}
-		if !ok {
-			return "", fmt.Errorf("%w: rematch may only replace an existing report, and %s has none", authn.ErrBadToken, digest)
-		}
+	return scoped(Admin, g.classify(g.Authz.AuthorizeAdmin(ctx, id, VerbCreate)))
+}
+
+// rematch allows the rematch scope to write digest when the write only
+// updates a report (WithUpdateOnly) or digest has a stored report: a
+// rematch replaces a report, it never creates one. The store checks again,
+// in the write's transaction, that the report exists and that the new BOM
+// lists the same components (store.ErrRematchRefused).
+func (g *Gate) rematch(ctx context.Context, digest string) (Scope, error) {
+	if updateOnly, _ := ctx.Value(updateOnlyKey{}).(bool); updateOnly {
 		return Rematch, nil
 	}
-	return scoped(Admin, g.classify(g.Authz.AuthorizeAdmin(ctx, id, VerbCreate)))
+	ok, err := g.HasReport(ctx, digest)
+	if err != nil {
+		return "", fmt.Errorf("%w: look up report: %w", authn.ErrAuthUnavailable, err)
+	}
+	if !ok {
+		return "", fmt.Errorf("%w: rematch may only replace an existing report, and %s has none", authn.ErrBadToken, digest)
+	}
+	return Rematch, nil
+}
+
+// Check refuses a Gate whose scopes overlap: a rematch service account
+// that scan Pods could run as (Authorizer.CheckUploaders). service.New
+// calls it, so a misconfigured binary stops at start-up.
+func (g *Gate) Check() error {
+	if g.Reviewer == nil || g.Authz == nil {
+		return nil
+	}
+	return g.Authz.CheckUploaders(g.Reviewer.Allowed)
 }
 
 // scoped returns scope when err is nil.

@@ -40,6 +40,8 @@ func TestGateRoutesEachTokenToItsScope(t *testing.T) {
 	scanToken := c.token(scanSA, pod)
 	must(t, create(c.ctx, c.admin.CoreV1().ServiceAccounts(c.ns), saObject("matcher")))
 	matcher := c.token("matcher", nil)
+	// A kubelet binds every token it mounts to its Pod, the matcher's too.
+	matcherBound := c.token("matcher", c.pod("matcher-0", "matcher", nil, "Running"))
 	c.clusterRole("reports-admin", "create", "delete")
 	c.bind("reports-admin", rbacv1.Subject{Kind: "ServiceAccount", Name: "default", Namespace: c.ns})
 	person := c.token("default", nil) // stands in for a person bound to crowsnest-admin
@@ -57,6 +59,8 @@ func TestGateRoutesEachTokenToItsScope(t *testing.T) {
 		{"scan pod deletes", http.MethodDelete, scanToken, digest('a'), false, authn.ErrBadToken, ""},
 		{"matcher replaces an existing report", http.MethodPut, matcher, digest('a'), false, nil, authz.Rematch},
 		{"matcher creates a new report", http.MethodPut, matcher, digest('b'), false, authn.ErrBadToken, ""},
+		{"matcher's Pod-bound token replaces an existing report", http.MethodPut, matcherBound, digest('a'), false, nil, authz.Rematch},
+		{"matcher's Pod-bound token creates a new report", http.MethodPut, matcherBound, digest('b'), false, authn.ErrBadToken, ""},
 		// An update-only write (the vulndb record) needs no look-up: the
 		// store answers 404 for a digest without a report.
 		{"matcher updates a report's DB record", http.MethodPut, matcher, digest('b'), true, nil, authz.Rematch},

@@ -59,6 +59,8 @@ func errorFor(err error) *apiError {
 		return errForbidden
 	case errors.Is(err, report.ErrInvalidDigest):
 		return newError(http.StatusBadRequest, "invalid_digest", err.Error())
+	case errors.Is(err, store.ErrRematchRefused):
+		return newError(http.StatusForbidden, "forbidden", err.Error())
 	case errors.Is(err, store.ErrNotFound):
 		return newError(http.StatusNotFound, "not_found", err.Error())
 	case errors.Is(err, store.ErrBadCursor):

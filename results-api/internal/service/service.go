@@ -149,6 +149,11 @@ func New(ctx context.Context, c Config) (*Service, error) {
 	}
 	switch {
 	case c.Gate != nil:
+		if err := c.Gate.Check(); err != nil {
+			bus.Close()
+			_ = st.Close()
+			return nil, fmt.Errorf("write scopes: %w", err)
+		}
 		c.Gate.Static = static // the admin token works in every mode
 		c.Gate.HasReport = func(ctx context.Context, digest string) (bool, error) {
 			_, err := st.GetSummary(ctx, digest)

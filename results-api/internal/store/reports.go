@@ -95,6 +95,9 @@ func (s *Store) putTx(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *repor
 		return err
 	}
 	rematch := r.Cause == report.CauseRematch
+	if rematch && !found {
+		return fmt.Errorf("%w: %s has no report to match again", ErrRematchRefused, r.Digest)
+	}
 	if !found {
 		row := summaryRow(&r.Summary, hash, fp)
 		row.Cause = string(causeOf(rematch, false))
@@ -130,6 +133,11 @@ func (s *Store) putTx(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *repor
 		res.Summary = cur.summary()
 		return nil
 	}
+	if rematch {
+		if err := sameComponents(tx, r); err != nil {
+			return err
+		}
+	}
 	row := summaryRow(&r.Summary, hash, fp)
 	row.Cause = string(causeOf(rematch, true))
 	if row.Image == "" {
@@ -160,6 +168,38 @@ func (s *Store) putTx(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *repor
 		return nil
 	}
 	return recordChange(ctx, tx, conn, &res.Summary, &ch, res)
+}
+
+// sameComponents refuses a rematch whose BOM lists other components than
+// the stored BOM of its digest (report.ComponentsFingerprint): the rematch
+// scope changes findings, never what an image contains. It reads the
+// stored BOM inside the write's transaction, under the report's row lock.
+func sameComponents(tx *gorm.DB, r *report.Report) error {
+	var stored bomRow
+	if err := tx.Where("digest = ?", r.Digest).Limit(1).Find(&stored).Error; err != nil {
+		return err
+	}
+	if stored.Encoding != "zstd" {
+		return fmt.Errorf("bom of %s: unknown encoding %q", r.Digest, stored.Encoding)
+	}
+	dec, err := zstd.NewReader(bytes.NewReader(stored.Data), zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(maxBOMWindow))
+	if err != nil {
+		return fmt.Errorf("bom of %s: %w", r.Digest, err)
+	}
+	defer dec.Close()
+	was, err := report.ComponentsFingerprint(dec)
+	if err != nil {
+		return fmt.Errorf("stored bom of %s: %w", r.Digest, err)
+	}
+	now, err := report.ComponentsFingerprint(bytes.NewReader(r.Raw))
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrRematchRefused, err)
+	}
+	if now != was {
+		return fmt.Errorf("%w: the BOM lists other components than the stored BOM of %s: a rematch may change findings only", ErrRematchRefused, r.Digest)
+	}
+	return nil
 }
 
 // causeOf decides a report's cause from its writer, never from its body.

@@ -26,6 +26,10 @@ var (
 	// ErrTimeout: Postgres cancelled the statement at the statement
 	// timeout (or waiting for a lock beyond it). Retrying later may work.
 	ErrTimeout = errors.New("database statement timed out")
+	// ErrRematchRefused: a rematch (report.CauseRematch) that would not
+	// only change an existing report's findings: the digest has no report,
+	// or the new BOM lists other components than the stored one.
+	ErrRematchRefused = errors.New("rematch refused")
 )
 
 // DefaultStatementTimeout bounds every statement the store runs.
@@ -165,7 +169,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // fail records a database error for metrics and wraps it with the
 // operation; a statement timeout becomes ErrTimeout (keeping the cause).
 func (s *Store) fail(op string, err error) error {
-	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrBadCursor) {
+	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrBadCursor) || errors.Is(err, ErrRematchRefused) {
 		return err
 	}
 	if !errors.Is(err, context.Canceled) {
