@@ -148,7 +148,7 @@ test-tools: ## Tests of the tool modules: the Grype fixture/DB builders.
 
 # BENCH_PKGS are the packages with Go benchmarks; bench-smoke runs each
 # benchmark once so the checks inside them run and they cannot rot.
-BENCH_PKGS := operator:./internal/controller/,./internal/discovery/,./internal/podcache/ results-api:./bench/ matcher:./internal/rematch/
+BENCH_PKGS := operator:./internal/controller/scanner/,./internal/scanbudget/,./internal/discovery/,./internal/podcache/ results-api:./bench/ matcher:./internal/rematch/
 
 .PHONY: bench-smoke
 bench-smoke: kube-assets pg-install ## Run every Go benchmark once (-benchtime 1x): correctness checks only, no numbers.
@@ -195,7 +195,7 @@ bench: bench-operator bench-results-api ## Run the Go benchmarks (numbers: docs/
 
 .PHONY: bench-operator
 bench-operator: kube-assets ## Operator benchmarks on envtest (heap, reconcile cost, lookups, latency); numbers go to docs/benchmarks.md.
-	cd operator && go test -count=1 -timeout=30m -run '^$$' -bench . -benchtime 20x ./internal/controller/ ./internal/discovery/
+	cd operator && go test -count=1 -timeout=30m -run '^$$' -bench . -benchtime 20x ./internal/controller/scanner/ ./internal/scanbudget/ ./internal/discovery/
 
 # BENCH_OPERATOR_RSS_FLAGS picks scenarios, e.g. --scenario=10k,100k,per-namespace or --scenario=smoke (--help lists all).
 .PHONY: bench-operator-rss
