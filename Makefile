@@ -236,7 +236,7 @@ bench: bench-operator bench-results-api ## Run the Go benchmarks (numbers: docs/
 
 .PHONY: bench-operator
 bench-operator: kube-assets ## Operator benchmarks on envtest (heap, reconcile cost, lookups, latency); numbers go to docs/benchmarks.md.
-	cd operator && go test -count=1 -timeout=30m -run '^$$' -bench . -benchtime 20x ./internal/controller/ ./internal/discovery/
+	cd operator && go test -count=1 -timeout=30m -run '^$$' -bench . -benchtime 20x ./internal/controller/scanner/ ./internal/scanbudget/ ./internal/discovery/
 
 # BENCH_OPERATOR_RSS_FLAGS picks scenarios, e.g. --scenario=10k,100k,per-namespace or --scenario=smoke (--help lists all).
 .PHONY: bench-operator-rss

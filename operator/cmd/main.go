@@ -1,5 +1,6 @@
-// Command operator runs Crowsnest's Scanner controller: flags → Options →
-// manager with controller.Setup.
+// Command operator runs Crowsnest's Scanner and ClusterScanner
+// controllers: flags → Options → manager with scanner.Setup and
+// clusterscanner.Setup.
 package main
 
 import (
@@ -25,6 +26,8 @@ import (
 	"github.com/crowsnest-dev/crowsnest/api/memlimit"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/bus"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/controller"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/controller/clusterscanner"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/controller/scanner"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/resultsclient"
 )
 
@@ -92,7 +95,8 @@ func restConfig(path string, fallback func() (*rest.Config, error)) (*rest.Confi
 	return fallback()
 }
 
-// start builds the manager and the Scanner controller (controller.Setup)
+// start builds the manager and the controllers (scanner.Setup,
+// clusterscanner.Setup)
 // and runs them until ctx ends.
 func start(ctx context.Context, cfg *rest.Config, o Options) error {
 	scheme, err := controller.NewScheme()
@@ -101,7 +105,7 @@ func start(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         controller.ClusterScannerCache(controller.CacheOptions(o.WatchNamespaces...)),
+		Cache:                         clusterscanner.CacheOptions(scanner.CacheOptions(o.WatchNamespaces...)),
 		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.ProbeAddr,
 		PprofBindAddress:              o.PprofAddr,
@@ -114,7 +118,7 @@ func start(ctx context.Context, cfg *rest.Config, o Options) error {
 		return fmt.Errorf("create manager: %w", err)
 	}
 	lookupOpts := resultsclient.Options{
-		BaseURL: o.ResultsAPIURL, CacheTTL: o.LookupCacheTTL, Timeout: o.LookupTimeout, Observe: controller.ObserveLookup,
+		BaseURL: o.ResultsAPIURL, CacheTTL: o.LookupCacheTTL, Timeout: o.LookupTimeout, Observe: scanner.ObserveLookup,
 	}
 	if o.ResultsAPITokenFile != "" {
 		lookupOpts.Token = readToken(o.ResultsAPITokenFile)
@@ -123,7 +127,7 @@ func start(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	deps := controller.Deps{Lookup: lookup, Options: o.controllerOptions()}
+	deps := scanner.Deps{Lookup: lookup, Options: o.controllerOptions()}
 	if o.NATSURL != "" {
 		natsOpts, err := o.NATS.Options()
 		if err != nil {
@@ -138,12 +142,12 @@ func start(ctx context.Context, cfg *rest.Config, o Options) error {
 		// results-api is rescanned while its image still runs.
 		deps.Publisher, deps.Deletions = js, js
 	}
-	if err := controller.Setup(mgr, deps); err != nil {
+	if err := scanner.Setup(mgr, deps); err != nil {
 		return err
 	}
 	// A ClusterScanner needs every namespace in view.
 	if len(o.WatchNamespaces) == 0 {
-		if err := controller.SetupClusterScanner(mgr, o.clusterScannerOptions()); err != nil {
+		if err := clusterscanner.Setup(mgr, o.clusterScannerOptions()); err != nil {
 			return err
 		}
 	}

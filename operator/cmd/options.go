@@ -18,7 +18,8 @@ import (
 
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 
-	"github.com/crowsnest-dev/crowsnest/operator/internal/controller"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/controller/clusterscanner"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/controller/scanner"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/inventory"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
 )
@@ -168,7 +169,7 @@ func (o *Options) Validate() error {
 		}
 	}
 	if o.ScanNetworkPolicy != "" {
-		spec, err := controller.LoadScanNetworkPolicy(o.ScanNetworkPolicy)
+		spec, err := clusterscanner.LoadScanNetworkPolicy(o.ScanNetworkPolicy)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--scan-network-policy: %w", err))
 		}
@@ -218,7 +219,7 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 }
 
 // controllerOptions are the settings the Scanner controller applies.
-func (o *Options) controllerOptions() controller.Options {
+func (o *Options) controllerOptions() scanner.Options {
 	uploaderURL := o.UploaderAPIURL
 	if uploaderURL == "" {
 		uploaderURL = o.ResultsAPIURL
@@ -231,7 +232,7 @@ func (o *Options) controllerOptions() controller.Options {
 			insecure = append(insecure, r)
 		}
 	}
-	return controller.Options{
+	return scanner.Options{
 		ScanPlacement: scanjob.Placement{NodeSelector: sel, Tolerations: tol}, InsecureRegistries: insecure,
 		GrypeImage:    o.GrypeImage, UploaderImage: o.UploaderImage, UploaderAPIURL: uploaderURL,
 		VulnDBURL: o.VulnDBURL, ServiceAccount: o.ScanServiceAccount, JobTTL: o.JobTTL, RetryBase: o.RetryBackoff, RetryMax: o.RetryBackoffMax,
@@ -256,8 +257,8 @@ func (o *Options) inventoryOptions() inventory.Options {
 // clusterScannerOptions are the settings the ClusterScanner controller
 // applies: it keeps the scan service account and, when configured, the scan
 // NetworkPolicy in every namespace it covers.
-func (o *Options) clusterScannerOptions() controller.ClusterScannerOptions {
-	return controller.ClusterScannerOptions{ServiceAccount: o.ScanServiceAccount, OperatorNamespace: o.OperatorNamespace,
+func (o *Options) clusterScannerOptions() clusterscanner.Options {
+	return clusterscanner.Options{ServiceAccount: o.ScanServiceAccount, OperatorNamespace: o.OperatorNamespace,
 		NetworkPolicy: o.scanNetworkPolicy, NetworkPolicyName: o.ScanNetworkPolicyName}
 }
 

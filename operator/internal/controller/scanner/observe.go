@@ -1,0 +1,176 @@
+package scanner
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/discovery"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
+)
+
+// observation is a reconcile's view of the world.
+type observation struct {
+	observed
+	lookupErr error
+	// foreign are Jobs labelled with this Scanner's name but controlled by
+	// another object (an earlier Scanner of the same name): not this
+	// Scanner's to schedule, only to let go (release).
+	foreign []*batchv1.Job
+}
+
+func (r *Reconciler) observe(ctx context.Context, s *crowsnestv1alpha1.Scanner) (observation, error) {
+	now := r.Now()
+	// The cache's Pods are read in place, never copied: at 100,000 Pods a
+	// copy per reconcile was most of the operator's garbage.
+	inv := discovery.Collect(r.pods.InNamespace(s.Namespace), s.Spec.EffectiveIgnoreLabel())
+	jobs, elsewhere, foreign, err := r.observeJobs(ctx, s)
+	if err != nil {
+		return observation{}, err
+	}
+	owner := client.ObjectKeyFromObject(s)
+	claimed := map[string]bool{}
+	for d := range inv.Targets {
+		switch {
+		case jobs[d] != nil:
+			r.budget.Release(d, owner) // the cache shows its Job now
+		case elsewhere[d] != nil && elsewhere[d].result.phase == jobActive:
+		case r.budget.ClaimedElsewhere(d, owner):
+			// Another Scanner just created its Job; the cache does not
+			// show it yet.
+			elsewhere[d] = &scanJob{digest: d, result: jobResult{phase: jobActive}}
+		case r.budget.Claimed(d, owner):
+			claimed[d] = true
+		}
+	}
+	want := make(map[string]time.Time, len(inv.Targets))
+	for d := range inv.Targets {
+		switch j := jobs[d]; {
+		case j != nil && j.result.phase == jobSucceeded:
+			// Decides whether the report arrived: only a fresh answer will
+			// do (condition times have one-second resolution).
+			want[d] = now
+		case j != nil && j.result.phase == jobFailed:
+			want[d] = j.result.finishedAt.Add(time.Second)
+		default:
+			want[d] = time.Time{}
+		}
+	}
+	obs := observation{foreign: foreign, observed: observed{
+		now: now, namespace: s.Namespace, inventory: inv, jobs: jobs, elsewhere: elsewhere, claimed: claimed,
+		rescanInterval: s.Spec.EffectiveRescanInterval(), jitter: r.Options.RescanJitter,
+		maxConcurrent: s.Spec.EffectiveMaxConcurrentScans(),
+		backoff:       backoff{base: r.Options.RetryBase, max: r.Options.RetryMax},
+	}}
+	obs.reports = map[string]time.Time{}
+	if len(want) > 0 {
+		reports, err := r.Lookup.Lookup(ctx, want)
+		if err != nil {
+			obs.reports, obs.lookupErr = nil, err
+		} else {
+			obs.reports = reports
+		}
+	}
+	settleSucceeded(obs.observed)
+	return obs, nil
+}
+
+// observeJobs reads the scan Jobs from the cache: the Scanner's own (those
+// being deleted included: a Job's finalizer keeps it until its outcome is
+// recorded and delivered and it is replaced or retired), the Jobs other
+// Scanners run for the same digests (elsewhere). A recorded outcome wins over the
+// Job's conditions, so a decision once recorded (ReportMissing on a Job that
+// succeeded, say) holds. Jobs created a moment ago that the cache does not
+// show yet are the budget's claims (scanbudget).
+func (r *Reconciler) observeJobs(ctx context.Context, s *crowsnestv1alpha1.Scanner) (jobs, elsewhere map[string]*scanJob, foreign []*batchv1.Job, err error) {
+	var list batchv1.JobList
+	if err := r.List(ctx, &list, client.HasLabels{scanjob.LabelDigestHash}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, nil, nil, fmt.Errorf("list scan jobs: %w", err)
+	}
+	jobs, elsewhere = map[string]*scanJob{}, map[string]*scanJob{}
+	for i := range list.Items {
+		job := &list.Items[i]
+		digest := job.Annotations[scanjob.AnnotationDigest]
+		if discovery.ValidDigest(digest) != nil {
+			continue
+		}
+		mine := job.Namespace == s.Namespace && job.Labels[scanjob.LabelScanner] == s.Name
+		if mine {
+			if owner := metav1.GetControllerOf(job); owner == nil || owner.UID != s.UID {
+				foreign = append(foreign, job.DeepCopy())
+				continue
+			}
+		}
+		j := readJob(job)
+		switch {
+		case !mine:
+			// Another Scanner's: the oldest Job of a digest speaks for it,
+			// and an active one wins over a finished one.
+			if e := elsewhere[digest]; e == nil || (e.result.phase != jobActive && j.result.phase == jobActive) {
+				elsewhere[digest] = j
+			}
+			continue
+		case jobs[digest] != nil:
+			continue
+		}
+		// The cache's objects are shared: the Job is copied before the
+		// reconcile annotates it.
+		j.job = job.DeepCopy()
+		if j.result.phase == jobFailed && job.Annotations[scanjob.AnnotationFailure] == "" {
+			var pods corev1.PodList
+			if err := r.List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}, client.UnsafeDisableDeepCopy); err != nil {
+				return nil, nil, nil, fmt.Errorf("list pods of job %s: %w", job.Name, err)
+			}
+			j.result = jobOutcome(job, pods.Items)
+		}
+		jobs[digest] = j
+	}
+	return jobs, elsewhere, foreign, nil
+}
+
+// readJob reads a scan Job's digest, attempt and outcome; a failure recorded
+// on the Job wins over its conditions.
+func readJob(job *batchv1.Job) *scanJob {
+	attempt, _ := strconv.Atoi(job.Annotations[scanjob.AnnotationAttempt])
+	j := &scanJob{job: job, digest: job.Annotations[scanjob.AnnotationDigest], image: job.Annotations[scanjob.AnnotationImage], attempt: max(attempt, 1),
+		reason: job.Annotations[scanjob.AnnotationReason], result: jobOutcome(job, nil)}
+	if recorded := job.Annotations[scanjob.AnnotationFailure]; j.result.phase != jobActive &&
+		job.Annotations[scanjob.AnnotationOutcome] == string(eventsv1.OutcomeFailed) && recorded != "" {
+		j.result.phase = jobFailed
+		j.result.reason, j.result.message, _ = strings.Cut(recorded, ": ")
+	}
+	return j
+}
+
+// settleSucceeded decides what each succeeded Job whose outcome is not yet
+// recorded amounts to, for a digest that still runs. A Job succeeds when the
+// uploader got an answer, but a wrong --uploader-api-url or a lost upload
+// can leave results-api without the report: then the scan failed
+// (ReportMissing), with attempts and backoff like any failure, instead of
+// starting over at attempt 1 forever. Until the lookup answers, the outcome
+// is left unrecorded (unconfirmed). It is pure.
+func settleSucceeded(o observed) {
+	for digest, j := range o.jobs {
+		if j.result.phase != jobSucceeded || j.job.Annotations[scanjob.AnnotationOutcome] != "" || o.inventory.Targets[digest] == nil {
+			continue
+		}
+		if o.reports == nil {
+			j.unconfirmed = true
+			continue
+		}
+		scannedAt, found := o.reports[digest]
+		if due, _ := needsScan(scannedAt, found, o.now, o.interval(digest)); due {
+			j.result = jobResult{phase: jobFailed, finishedAt: j.result.finishedAt, reason: crowsnestv1alpha1.FailureReportMissing,
+				message: "the scan Job succeeded, but results-api has no current report for the digest: check the operator's --uploader-api-url (the URL scan Pods upload to) and the results-api logs"}
+		}
+	}
+}
