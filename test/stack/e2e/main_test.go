@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -74,13 +73,6 @@ func (p *podTimes) get(ns, name string) (time.Time, bool) {
 	defer p.mu.Unlock()
 	t, ok := p.at[ns+"/"+name]
 	return t, ok
-}
-
-func envInt(name string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
-		return n
-	}
-	return def
 }
 
 // needFull skips nothing: a test that needs the services fails when the

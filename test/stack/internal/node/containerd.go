@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -102,7 +103,10 @@ func (n *Node) startContainerd(ctx context.Context) error {
 		default:
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("containerd's CRI not ready after 30s: %v\n%s", err, proc.LogTail(p.Log, 10))
+			if err == nil {
+				err = errors.New("the runtime reports not ready")
+			}
+			return fmt.Errorf("containerd's CRI not ready after 30s: %w\n%s", err, proc.LogTail(p.Log, 10))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

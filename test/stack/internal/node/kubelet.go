@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -123,7 +124,10 @@ func (n *Node) startKubelet(ctx context.Context) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("node %s not Ready after 60s: %v\n%s", n.c.Name, err, proc.LogTail(p.Log, 15))
+			if err == nil {
+				err = errors.New("the kubelet reports it not Ready")
+			}
+			return fmt.Errorf("node %s not Ready after 60s: %w\n%s", n.c.Name, err, proc.LogTail(p.Log, 15))
 		}
 	}
 }

@@ -62,7 +62,7 @@ func TestNodeRunsAPodAndLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cp.Stop()
+	defer func() { _ = cp.Stop() }()
 	reg, err := registry.Start(ctx, net.JoinHostPort(netw.Gateway.String(), "0"), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 // never pulls the scanned images (only Grype does), so holding them stalls
 // exactly the scan Pod's Grype while its Pod, token and Job are live.
 type holds struct {
-	mu    sync.Mutex
+	mu      sync.Mutex
 	gates   map[string]chan struct{} // digest → closed on release
 	waiting map[string]int           // digest → requests waiting now
 }

@@ -86,4 +86,3 @@ func (r *Registry) PushLayout(ctx context.Context, dir, repo string) (string, er
 	}
 	return ref, nil
 }
-

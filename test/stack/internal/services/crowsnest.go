@@ -82,11 +82,11 @@ type Operator struct {
 	Binary, LogDir, Kubeconfig string
 	ResultsAPIURL, NATSURL     string
 	// UploaderAPIURL is results-api's address for scan Pods (empty: ResultsAPIURL).
-	UploaderAPIURL   string
-	NATSPasswordFile string // the operator's NATS password (user operator)
-	UploaderImage, GrypeImage  string
-	RetryBackoff, JobTTL       time.Duration
-	MetricsPort, ProbePort     int
+	UploaderAPIURL            string
+	NATSPasswordFile          string // the operator's NATS password (user operator)
+	UploaderImage, GrypeImage string
+	RetryBackoff, JobTTL      time.Duration
+	MetricsPort, ProbePort    int
 	// TokenFile holds the token the lookup sends (--results-api-token-file).
 	TokenFile string
 	ExtraArgs []string
