@@ -234,7 +234,7 @@ func (o *Options) controllerOptions() scanner.Options {
 	}
 	return scanner.Options{
 		ScanPlacement: scanjob.Placement{NodeSelector: sel, Tolerations: tol}, InsecureRegistries: insecure,
-		GrypeImage:    o.GrypeImage, UploaderImage: o.UploaderImage, UploaderAPIURL: uploaderURL,
+		GrypeImage: o.GrypeImage, UploaderImage: o.UploaderImage, UploaderAPIURL: uploaderURL,
 		VulnDBURL: o.VulnDBURL, ServiceAccount: o.ScanServiceAccount, JobTTL: o.JobTTL, RetryBase: o.RetryBackoff, RetryMax: o.RetryBackoffMax,
 		LookupRetry: o.LookupRetry, PublishRetry: o.PublishRetry, Workers: o.Workers, StuckGrace: o.StuckGrace,
 		MaxConcurrentScans: o.MaxConcurrentScans, RescansPerMinute: o.RescansPerMinute, RescanJitter: o.RescanJitter,

@@ -18,11 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
-	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/bus"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/inventory"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/podcache"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanbudget"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
 )
 
 // Lookup answers which digests have a report (resultsclient.Client).
