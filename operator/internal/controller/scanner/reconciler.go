@@ -39,17 +39,17 @@ type Options struct {
 	ScanPlacement      scanjob.Placement
 	InsecureRegistries []string
 	GrypeImage         string
-	UploaderImage  string
-	UploaderAPIURL string // results-api URL as seen from scan Pods
-	VulnDBURL      string // Grype's DB listing base URL for scan Jobs (the matcher); empty: Grype's default
-	ServiceAccount string
-	JobTTL         time.Duration
-	RetryBase      time.Duration // first wait after a failed scan
-	RetryMax       time.Duration
-	LookupRetry    time.Duration // first wait after a failed lookup; doubles to 5m
-	PublishRetry   time.Duration // wait before retrying undelivered events
-	Workers        int           // Scanners reconciled in parallel
-	StuckGrace     time.Duration // how long a scan Pod may wait on an image pull or container config, or a Job without Pods, before it is ended (stuck.go); 0 disables
+	UploaderImage      string
+	UploaderAPIURL     string // results-api URL as seen from scan Pods
+	VulnDBURL          string // Grype's DB listing base URL for scan Jobs (the matcher); empty: Grype's default
+	ServiceAccount     string
+	JobTTL             time.Duration
+	RetryBase          time.Duration // first wait after a failed scan
+	RetryMax           time.Duration
+	LookupRetry        time.Duration // first wait after a failed lookup; doubles to 5m
+	PublishRetry       time.Duration // wait before retrying undelivered events
+	Workers            int           // Scanners reconciled in parallel
+	StuckGrace         time.Duration // how long a scan Pod may wait on an image pull or container config, or a Job without Pods, before it is ended (stuck.go); 0 disables
 	// MaxConcurrentScans caps the scan Jobs running at once in the whole
 	// cluster, on top of each Scanner's cap; 0 is no cluster-wide cap.
 	MaxConcurrentScans int
