@@ -91,6 +91,24 @@ func (n *Network) Close() error {
 	return err
 }
 
+// OthersRunning tells whether another stack on this machine holds a node
+// network now (the host paths the kubelet, CNI and containerd hard-code are
+// then shared with it).
+func OthersRunning() bool {
+	for i := range maxNetworks {
+		f, err := os.OpenFile(filepath.Join(lockDir, strconv.Itoa(i)), os.O_RDWR, 0)
+		if err != nil {
+			continue
+		}
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		_ = f.Close() // releases the lock if we took it
+		if err != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // CNIConfig is the conflist containerd's CRI plugin uses: the bridge, with
 // host-local addresses kept under dir (not /var/lib/cni). No masquerading:
 // Pods reach only the host's gateway address.

@@ -155,7 +155,8 @@ func (n *Node) Stop() error {
 		errs = append(errs, fmt.Errorf("remove node dir: %w", err))
 	}
 	for _, p := range n.created {
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		// Not empty: another node on this machine (another stack) uses it.
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) {
 			errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
 		}
 	}
