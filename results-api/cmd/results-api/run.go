@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -24,12 +23,7 @@ import (
 
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"
-	"github.com/crowsnest-dev/crowsnest/results-api/internal/authz"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/httpapi"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/hub"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/ingest"
@@ -47,6 +41,7 @@ type options struct {
 	origins, authMode, audience, allowedSAs                      string
 	kubeconfig, rematchSAs, scanSA                               string
 	readAuth, proxyUser, proxyGroups, proxyCIDRs                 string
+	verifyTokens                                                 bool
 	tlsCertFile, tlsKeyFile                                      string
 	maxBOMBytes                                                  int64
 	shutdownTimeout                                              time.Duration
@@ -90,6 +85,7 @@ func bindFlags(fs *flag.FlagSet, o *options, getenv func(string) string) {
 	fs.StringVar(&o.scanSA, "scan-service-account", env("CROWSNEST_SCAN_SERVICE_ACCOUNT", ""), "service account scan Pods run as; uploads from Pods running as another are refused (empty: any) (env CROWSNEST_SCAN_SERVICE_ACCOUNT)")
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", env("CROWSNEST_TLS_CERT_FILE", ""), "PEM certificate (chain) to serve HTTPS with, together with --tls-key-file; reloaded when the file changes; empty serves plain HTTP (env CROWSNEST_TLS_CERT_FILE)")
 	fs.StringVar(&o.tlsKeyFile, "tls-key-file", env("CROWSNEST_TLS_KEY_FILE", ""), "PEM private key of --tls-cert-file (env CROWSNEST_TLS_KEY_FILE)")
+	fs.BoolVar(&o.verifyTokens, "verify-token-signatures", envBool(env("CROWSNEST_VERIFY_TOKEN_SIGNATURES", ""), true), "verify service-account tokens' signatures, issuer, audience and expiry locally against the API server's issuer keys (its OIDC discovery, "+authn.JWKSPath+") before any TokenReview, so forged tokens never reach it; turn off only where results-api cannot read those keys (env CROWSNEST_VERIFY_TOKEN_SIGNATURES)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", env("CROWSNEST_KUBECONFIG", ""), "kubeconfig for TokenReview; empty uses the in-cluster config (env CROWSNEST_KUBECONFIG)")
 	fs.StringVar(&o.readAuth, "read-auth", env("CROWSNEST_READ_AUTH", "kubernetes"), "how reads are authorized: kubernetes (a bearer token for --token-audience verified by TokenReview, or --auth-proxy-* headers; SubjectAccessReview list on reports.crowsnest.dev, cluster-wide or per namespace) or open (anyone reads everything) (env CROWSNEST_READ_AUTH)")
 	fs.StringVar(&o.proxyUser, "auth-proxy-user-header", env("CROWSNEST_AUTH_PROXY_USER_HEADER", ""), "header holding the user an authenticating proxy vouches for (e.g. X-Remote-User); believed only from --auth-proxy-trusted-cidrs (env CROWSNEST_AUTH_PROXY_USER_HEADER)")
@@ -184,6 +180,13 @@ func envInt(v string, def int64) int64 {
 	return def
 }
 
+func envBool(v string, def bool) bool {
+	if b, err := strconv.ParseBool(v); err == nil {
+		return b
+	}
+	return def
+}
+
 func envDuration(v string, def time.Duration) time.Duration {
 	if d, err := time.ParseDuration(v); err == nil && d > 0 {
 		return d
@@ -254,13 +257,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Limits: o.limits, StatementTimeout: o.statementTimeout,
 		MaxWebSocketClients: o.maxWSClients, MaxWebSocketClientsPerAddr: o.maxWSClientsPerIP, ReportRetention: o.reportRetention,
 		VulnMetrics: vulnmetrics.Options{Interval: o.vulnInterval, MaxNamespaces: o.vulnMaxNamespaces}}
+	keys := &issuerKeys{on: o.verifyTokens}
+	if !o.verifyTokens {
+		log.Warn("--verify-token-signatures=false: every well-formed token costs a TokenReview, and a flood of forged ones can lock out valid tokens for a while")
+	}
 	switch o.authMode {
 	case "static":
 		if o.writeToken == "" {
 			log.Warn("no write token configured: PUT and DELETE will be refused")
 		}
 	case "tokenreview":
-		if cfg.Gate, err = writeGate(o); err != nil {
+		if cfg.Gate, err = writeGate(o, keys); err != nil {
 			return err
 		}
 	default:
@@ -270,7 +277,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	case "open":
 		log.Warn("--read-auth=open: anyone who reaches the API reads every report")
 	case "kubernetes":
-		if cfg.Reads, err = readAuth(o, cfg.Gate); err != nil {
+		if cfg.Reads, err = readAuth(o, cfg.Gate, keys); err != nil {
 			return err
 		}
 	default:
@@ -335,103 +342,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
-}
-
-// writeGate builds the write authorization of tokenreview mode: TokenReview
-// and the scope checks (Pod-bound uploads, rematch, admin by
-// SubjectAccessReview), all against the API server of the kubeconfig flag
-// or the in-cluster configuration.
-func writeGate(o *options) (*authz.Gate, error) {
-	var allowed []string
-	for _, a := range strings.Split(o.allowedSAs, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			allowed = append(allowed, a)
-		}
-	}
-	if len(allowed) == 0 {
-		return nil, errors.New("--auth-mode=tokenreview needs --allowed-service-accounts")
-	}
-	cfg, err := kubeConfig(o)
-	if err != nil {
-		return nil, err
-	}
-	reviewer, err := authn.New(cfg, authn.Options{Audience: o.audience, Allowed: allowed})
-	if err != nil {
-		return nil, err
-	}
-	kc, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	az, err := authz.New(kc, authz.Options{RematchServiceAccounts: splitList(o.rematchSAs), ScanServiceAccount: o.scanSA})
-	if err != nil {
-		return nil, err
-	}
-	return &authz.Gate{Reviewer: reviewer, Authz: az, Audience: o.audience}, nil
-}
-
-// kubeConfig is the API server connection of the kubeconfig flag, or the
-// in-cluster one.
-func kubeConfig(o *options) (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	if o.kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
-	} else {
-		cfg, err = rest.InClusterConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes config for tokenreview and subjectaccessreview: %w", err)
-	}
-	return cfg, nil
-}
-
-// readAuth builds the read authorization of --read-auth=kubernetes: its own
-// TokenReview cache (read tokens are for --token-audience too) and
-// SubjectAccessReviews; the rematch service accounts of gate (when
-// --auth-mode=tokenreview) read everything.
-func readAuth(o *options, gate *authz.Gate) (*service.ReadAuth, error) {
-	cfg, err := kubeConfig(o)
-	if err != nil {
-		return nil, err
-	}
-	reviewer, err := authn.New(cfg, authn.Options{Audience: o.audience})
-	if err != nil {
-		return nil, err
-	}
-	kc, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	ra := &service.ReadAuth{Reviewer: reviewer, Audience: o.audience, Client: kc}
-	if gate != nil {
-		ra.Writers = gate.Authz
-	}
-	if o.proxyUser != "" {
-		p := &authz.Proxy{UserHeader: o.proxyUser, GroupsHeader: o.proxyGroups}
-		for _, c := range splitList(o.proxyCIDRs) {
-			prefix, err := netip.ParsePrefix(c)
-			if err != nil {
-				return nil, fmt.Errorf("--auth-proxy-trusted-cidrs: %w", err)
-			}
-			p.Trusted = append(p.Trusted, prefix.Masked())
-		}
-		if len(p.Trusted) == 0 {
-			return nil, errors.New("--auth-proxy-user-header needs --auth-proxy-trusted-cidrs: headers from any peer would be believed")
-		}
-		ra.Proxy = p
-	}
-	return ra, nil
-}
-
-func splitList(v string) []string {
-	var out []string
-	for _, a := range strings.Split(v, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
-		}
-	}
-	return out
 }
 
 // certReloader hands the TLS handshake the certificate in certFile and

@@ -71,6 +71,7 @@ func TestFlagsEnvDefaults(t *testing.T) {
 		"CROWSNEST_INGEST_MEMORY_BYTES": "1000", "CROWSNEST_READ_MEMORY_BYTES": "2000", "CROWSNEST_MEMORY_WAIT": "4s",
 		"CROWSNEST_MAX_FINDINGS": "7", "CROWSNEST_STATEMENT_TIMEOUT": "2s", "CROWSNEST_MAX_WEBSOCKET_CLIENTS": "50",
 		"CROWSNEST_MAX_WEBSOCKET_CLIENTS_PER_IP": "5", "CROWSNEST_VULN_METRICS_INTERVAL": "0s", "CROWSNEST_VULN_METRICS_MAX_NAMESPACES": "9",
+		"CROWSNEST_VERIFY_TOKEN_SIGNATURES": "false",
 	}
 	o, err := parseFlags(nil, envMap(env), io.Discard)
 	if err != nil {
@@ -344,6 +345,10 @@ func TestAuthModeFlags(t *testing.T) {
 		"--auth-mode=tokenreview": "needs --allowed-service-accounts",
 		"--auth-mode=tokenreview --allowed-service-accounts=ns/sa --kubeconfig=/nonexistent":             "kubernetes config for tokenreview",
 		"--auth-mode=tokenreview --allowed-service-accounts=no-slash --kubeconfig=" + writeKubeconfig(t): "want namespace/name",
+		"--auth-mode=tokenreview --allowed-service-accounts=*/crowsnest-scan --scan-service-account=crowsnest-scan " +
+			"--rematch-service-accounts=scans/crowsnest-scan --kubeconfig=" + writeKubeconfig(t): "is the scan service account",
+		"--auth-mode=tokenreview --allowed-service-accounts=crowsnest/* " +
+			"--rematch-service-accounts=crowsnest/matcher --kubeconfig=" + writeKubeconfig(t): "may also upload",
 	} {
 		err := run(context.Background(), strings.Fields(args), envMap(env), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), want) {

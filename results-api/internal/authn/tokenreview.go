@@ -43,6 +43,16 @@ type Options struct {
 	// call, so a flood of forged tokens costs the API server little.
 	FailureRate  float64
 	FailureBurst int
+	// Keys, when set, verifies each token's signature and claims locally
+	// against the API server's service-account issuer keys before any
+	// TokenReview: a token the cluster did not sign never reaches the API
+	// server, and the failure budget above no longer applies (only tokens
+	// the cluster signed are reviewed, so garbage cannot use it up and
+	// lock out valid tokens). Nil reviews every well-formed token, within
+	// the failure budget.
+	Keys *IssuerKeys
+	// Now is the clock Keys checks exp and nbf against (default time.Now).
+	Now func() time.Time
 }
 
 // TokenReviewer authenticates bearer tokens with TokenReview. Verdicts are
@@ -89,6 +99,9 @@ func New(cfg *rest.Config, o Options) (*TokenReviewer, error) {
 	if o.FailureBurst <= 0 {
 		o.FailureBurst = 20
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	for _, a := range o.Allowed {
 		if ns, name, ok := strings.Cut(a, "/"); !ok || ns == "" || name == "" || (ns == "*" && name == "*") {
 			return nil, fmt.Errorf("allowed service account %q: want namespace/name, namespace/* or */name", a)
@@ -115,13 +128,21 @@ func (t *TokenReviewer) Authenticate(r *http.Request, token string) error {
 }
 
 // Review authenticates token with a TokenReview for the audience and
-// returns who it belongs to. Definite answers are cached for CacheTTL (by
-// the token's hash); an unreachable API server is ErrAuthUnavailable and is
-// not cached.
+// returns who it belongs to; with Options.Keys, only after the token
+// verified locally. Definite answers of TokenReview are cached for
+// CacheTTL (by the token's hash); an unreachable API server is
+// ErrAuthUnavailable and is not cached.
 func (t *TokenReviewer) Review(ctx context.Context, token string) (authv1.UserInfo, error) {
 	key := sha256.Sum256([]byte(token))
 	if v, ok := t.cache.Get(key); ok {
 		return v.user, v.err
+	}
+	if t.o.Keys != nil {
+		// Not cached either way: a forged token costs one signature
+		// check, and garbage must not evict the verdicts of good tokens.
+		if err := t.o.Keys.Verify(ctx, token, t.o.Audience, t.o.Now()); err != nil {
+			return authv1.UserInfo{}, err
+		}
 	}
 	// One call per token however many requests carry it; the call runs on
 	// its own timeout so that one caller giving up does not fail the rest.
@@ -129,7 +150,8 @@ func (t *TokenReviewer) Review(ctx context.Context, token string) (authv1.UserIn
 		if v, ok := t.cache.Get(key); ok {
 			return v, nil
 		}
-		if t.failures.Tokens() < 1 {
+		budget := t.o.Keys == nil // with Keys, only signed tokens get here
+		if budget && t.failures.Tokens() < 1 {
 			return nil, fmt.Errorf("%w: %w", ErrAuthUnavailable, ErrTooManyFailures)
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.o.Timeout)
@@ -138,7 +160,7 @@ func (t *TokenReviewer) Review(ctx context.Context, token string) (authv1.UserIn
 		if errors.Is(err, ErrAuthUnavailable) {
 			return nil, err // not cached: try again next time
 		}
-		if err != nil {
+		if err != nil && budget {
 			t.failures.Allow() // spend one failure token
 		}
 		v := verdict{user: user, err: err}

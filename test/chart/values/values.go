@@ -280,6 +280,7 @@ type VulnMetrics struct {
 type Auth struct {
 	Mode                        string   `json:"mode" jsonschema:"description=static: only the admin token writes; tokenreview: also scan Pods and those bound to <release>-admin; empty: tokenreview when there are scan namespaces,enum=,enum=static,enum=tokenreview"`
 	ExtraAllowedServiceAccounts []string `json:"extraAllowedServiceAccounts" jsonschema:"description=More namespaces whose scan Pods may upload (namespace/name or namespace/*); CI binds <release>-admin instead"`
+	VerifyTokenSignatures       bool     `json:"verifyTokenSignatures" jsonschema:"description=Verify service-account tokens against the API server's issuer keys before TokenReview (--verify-token-signatures); false only where results-api cannot read them"`
 }
 
 // ReadAuth is who may read (results-api --read-auth and --auth-proxy-*).

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/authz"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/service"
+)
+
+// issuerKeys builds, once, the service-account issuer keys that write and
+// read tokens are verified against before TokenReview
+// (--verify-token-signatures); both reviewers share them.
+type issuerKeys struct {
+	on   bool
+	keys *authn.IssuerKeys
+}
+
+// get returns the shared keys, nil with --verify-token-signatures=false.
+func (k *issuerKeys) get(cfg *rest.Config) (*authn.IssuerKeys, error) {
+	if !k.on || k.keys != nil {
+		return k.keys, nil
+	}
+	keys, err := authn.NewIssuerKeys(cfg, authn.KeyOptions{})
+	if err != nil {
+		return nil, err
+	}
+	k.keys = keys
+	return keys, nil
+}
+
+// writeGate builds the write authorization of tokenreview mode: TokenReview
+// and the scope checks (Pod-bound uploads, rematch, admin by
+// SubjectAccessReview), all against the API server of the kubeconfig flag
+// or the in-cluster configuration.
+func writeGate(o *options, keys *issuerKeys) (*authz.Gate, error) {
+	var allowed []string
+	for _, a := range strings.Split(o.allowedSAs, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			allowed = append(allowed, a)
+		}
+	}
+	if len(allowed) == 0 {
+		return nil, errors.New("--auth-mode=tokenreview needs --allowed-service-accounts")
+	}
+	cfg, err := kubeConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	k, err := keys.get(cfg)
+	if err != nil {
+		return nil, err
+	}
+	reviewer, err := authn.New(cfg, authn.Options{Audience: o.audience, Allowed: allowed, Keys: k})
+	if err != nil {
+		return nil, err
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	az, err := authz.New(kc, authz.Options{RematchServiceAccounts: splitList(o.rematchSAs), ScanServiceAccount: o.scanSA})
+	if err != nil {
+		return nil, err
+	}
+	gate := &authz.Gate{Reviewer: reviewer, Authz: az, Audience: o.audience}
+	if err := gate.Check(); err != nil {
+		return nil, err
+	}
+	return gate, nil
+}
+
+// kubeConfig is the API server connection of the kubeconfig flag, or the
+// in-cluster one.
+func kubeConfig(o *options) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if o.kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes config for tokenreview and subjectaccessreview: %w", err)
+	}
+	return cfg, nil
+}
+
+// readAuth builds the read authorization of --read-auth=kubernetes: its own
+// TokenReview cache (read tokens are for --token-audience too) and
+// SubjectAccessReviews; the rematch service accounts of gate (when
+// --auth-mode=tokenreview) read everything.
+func readAuth(o *options, gate *authz.Gate, keys *issuerKeys) (*service.ReadAuth, error) {
+	cfg, err := kubeConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	k, err := keys.get(cfg)
+	if err != nil {
+		return nil, err
+	}
+	reviewer, err := authn.New(cfg, authn.Options{Audience: o.audience, Keys: k})
+	if err != nil {
+		return nil, err
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	ra := &service.ReadAuth{Reviewer: reviewer, Audience: o.audience, Client: kc}
+	if gate != nil {
+		ra.Writers = gate.Authz
+	}
+	if o.proxyUser != "" {
+		p := &authz.Proxy{UserHeader: o.proxyUser, GroupsHeader: o.proxyGroups}
+		for _, c := range splitList(o.proxyCIDRs) {
+			prefix, err := netip.ParsePrefix(c)
+			if err != nil {
+				return nil, fmt.Errorf("--auth-proxy-trusted-cidrs: %w", err)
+			}
+			p.Trusted = append(p.Trusted, prefix.Masked())
+		}
+		if len(p.Trusted) == 0 {
+			return nil, errors.New("--auth-proxy-user-header needs --auth-proxy-trusted-cidrs: headers from any peer would be believed")
+		}
+		ra.Proxy = p
+	}
+	return ra, nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, a := range strings.Split(v, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
