@@ -32,6 +32,13 @@ func TestApplyScanOrdering(t *testing.T) {
 	apply(report.ScanStatus{Digest: digest(1), Job: "j2", Attempt: 1, State: report.ScanFailed, Reason: "ImagePull",
 		UpdatedAt: t0.Add(30 * time.Minute)}, true)
 
+	// A retry keeps the Job's name: attempt 2 finished, then attempt 1's
+	// job.done, held back by an outage, is redelivered — it must not win.
+	apply(scan(3, "j3", 1, report.ScanFailed, t0), true)
+	apply(scan(3, "j3", 2, report.ScanScanning, t0.Add(3*time.Minute)), true)
+	apply(scan(3, "j3", 2, report.ScanDone, t0.Add(4*time.Minute)), true)
+	apply(scan(3, "j3", 1, report.ScanFailed, t0), false)
+
 	put(t, st, newReport(1, "", t0, `{}`))
 	sum, err := st.GetSummary(ctx(t), digest(1))
 	if err != nil {
