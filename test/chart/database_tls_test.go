@@ -41,7 +41,7 @@ func TestResultsAPIDatabaseTLS(t *testing.T) {
 	}
 
 	// Another key of the CA Secret, no CA (system roots), no TLS at all.
-	env, _, vols = resultsAPIDatabase(ctx, t, ext(
+	_, _, vols = resultsAPIDatabase(ctx, t, ext(
 		"--set", "global.database.tls.mode=verify-full",
 		"--set", "global.database.tls.caSecret.name=crowsnest-db", "--set", "global.database.tls.caSecret.key=root.pem")...)
 	if v := vols["database-ca"]; v.Secret == nil || v.Secret.Items[0].Key != "root.pem" || v.Secret.Items[0].Path != "ca.crt" {
