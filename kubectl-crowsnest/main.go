@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/cli"
+	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/output"
 )
 
 func main() {
@@ -23,7 +24,8 @@ func main() {
 	err := cli.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Getenv).ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
+		// Errors can quote what a server said: print them escaped too.
+		fmt.Fprintln(os.Stderr, "error:", output.CleanLines(err.Error()))
 		os.Exit(1)
 	}
 }

@@ -110,10 +110,10 @@ func (o *imageOptions) print(f output.Format, rep *resultsclient.ReportDetail) e
 	w := o.streams.Out
 	now := o.now()
 	_, _ = fmt.Fprintf(w, "Image:     %s\nDigest:    %s\nScanned:   %s (%s ago) with Grype %s, DB built %s\nFindings:  %d (%s), %d fixable\n",
-		rep.Image, rep.Digest, rep.ScannedAt.UTC().Format("2006-01-02T15:04:05Z"), output.Age(rep.ScannedAt, now), rep.GrypeVersion,
-		orNone(rep.DBBuilt), rep.FindingCount, counts(rep.Counts), rep.Fixable)
+		output.Clean(rep.Image), output.Clean(rep.Digest), rep.ScannedAt.UTC().Format("2006-01-02T15:04:05Z"), output.Age(rep.ScannedAt, now),
+		output.Clean(rep.GrypeVersion), output.Clean(orNone(rep.DBBuilt)), rep.FindingCount, counts(rep.Counts), rep.Fixable)
 	if rep.RunningIn != nil {
-		_, _ = fmt.Fprintf(w, "Running in: %s\n", orNone(output.Workloads(rep.RunningIn, true)))
+		_, _ = fmt.Fprintf(w, "Running in: %s\n", output.Clean(orNone(output.Workloads(rep.RunningIn, true))))
 	}
 	if len(rep.Findings) == 0 {
 		return nil

@@ -127,7 +127,7 @@ func (o *options) namespace() (ns string, explicit bool, err error) {
 }
 
 func (o *options) warn(format string, args ...any) {
-	_, _ = fmt.Fprintf(o.streams.ErrOut, "Warning: "+format+"\n", args...)
+	_, _ = fmt.Fprintf(o.streams.ErrOut, "Warning: %s\n", output.CleanLines(fmt.Sprintf(format, args...)))
 }
 
 // checkSeverity validates a --min-severity value.

@@ -34,12 +34,15 @@ func ParseFormat(s string) (Format, error) {
 	return "", fmt.Errorf("unknown output format %q: want wide, json or yaml (or nothing for a table)", s)
 }
 
-// Data prints v as JSON or YAML.
+// Data prints v as JSON or YAML. Both escape every control character in
+// strings (encoding/json leaves DEL and C1 raw: escaped here), so report
+// data cannot reach the terminal as escape sequences.
 func Data(w io.Writer, f Format, v any) error {
 	b, err := json.MarshalIndent(v, "", "    ")
 	if err != nil {
 		return fmt.Errorf("encode output: %w", err)
 	}
+	b = escapeJSONControls(b)
 	if f == YAML {
 		if b, err = yaml.JSONToYAML(b); err != nil {
 			return fmt.Errorf("encode output: %w", err)
@@ -66,15 +69,15 @@ func NewTable(w io.Writer, headers ...string) *TableWriter {
 	return t
 }
 
-// Row writes one row.
+// Row writes one row, each cell through Clean.
 func (t *TableWriter) Row(cells ...any) {
 	parts := make([]string, len(cells))
 	for i, c := range cells {
-		s := fmt.Sprint(c)
+		s := Clean(fmt.Sprint(c))
 		if s == "" {
 			s = "<none>"
 		}
-		parts[i] = strings.ReplaceAll(s, "\t", " ")
+		parts[i] = s
 	}
 	_, _ = fmt.Fprintln(t.w, strings.Join(parts, "\t"))
 }

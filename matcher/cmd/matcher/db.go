@@ -21,8 +21,9 @@ func dbImport(ctx context.Context, args []string, getenv func(string) string, st
 	env := envLookup(getenv)
 	var dataDir, checksum string
 	var maxArchive, maxDB int64
+	var timeout time.Duration
 	bindDataDir(fs, &dataDir, env)
-	bindLimits(fs, &maxArchive, &maxDB, env)
+	bindLimits(fs, &maxArchive, &maxDB, &timeout, env)
 	fs.StringVar(&checksum, "checksum", "", "expected archive checksum, sha256:<hex> (as in Grype's listing)")
 	force := fs.Bool("force", false, "activate even if the DB is not newer than the active one (rollback)")
 	if err := fs.Parse(args); err != nil {
@@ -32,7 +33,7 @@ func dbImport(ctx context.Context, args []string, getenv func(string) string, st
 		return errors.New("usage: matcher db import [flags] FILE")
 	}
 	store, err := vulndb.Open(dataDir, vulndb.Options{
-		Limits: vulndb.Limits{MaxArchiveBytes: maxArchive, MaxDBBytes: maxDB},
+		Limits: vulndb.Limits{MaxArchiveBytes: maxArchive, MaxDBBytes: maxDB, MaxImportTime: timeout},
 		Logger: slog.New(slog.NewJSONHandler(stderr, nil)),
 	})
 	if errors.Is(err, vulndb.ErrLocked) {

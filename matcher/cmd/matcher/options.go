@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,6 +29,8 @@ type serveOptions struct {
 	downloadTimeout              time.Duration
 	shutdownTimeout              time.Duration
 	maxArchiveBytes, maxDBBytes  int64
+	importTimeout                time.Duration
+	allowInsecureUpstream        bool
 	metrics                      bool
 
 	// Re-match (off without a results-api URL and token file).
@@ -55,10 +58,12 @@ func bindServeFlags(fs *flag.FlagSet, o *serveOptions, env envFunc) {
 	bindDataDir(fs, &o.dataDir, env)
 	fs.StringVar(&o.upstreamURL, "upstream-url", env("CROWSNEST_UPSTREAM_URL", vulndb.DefaultUpstreamURL),
 		"Grype DB update URL to fetch from (listing at URL/v6/latest.json, or a URL ending in .json); \"off\" fetches nothing (air gap) (env CROWSNEST_UPSTREAM_URL)")
+	fs.BoolVar(&o.allowInsecureUpstream, "allow-insecure-upstream", cli.EnvBool(env("CROWSNEST_ALLOW_INSECURE_UPSTREAM", ""), false),
+		"accept a plain http:// --upstream-url (a mirror on a trusted network, tests); anyone on the path can then choose the DB (env CROWSNEST_ALLOW_INSECURE_UPSTREAM)")
 	fs.DurationVar(&o.checkInterval, "check-interval", cli.EnvDuration(env("CROWSNEST_CHECK_INTERVAL", ""), 6*time.Hour), "time between checks of the upstream listing (env CROWSNEST_CHECK_INTERVAL)")
 	fs.DurationVar(&o.listingTimeout, "listing-timeout", cli.EnvDuration(env("CROWSNEST_LISTING_TIMEOUT", ""), 30*time.Second), "deadline of a listing request (env CROWSNEST_LISTING_TIMEOUT)")
 	fs.DurationVar(&o.downloadTimeout, "download-timeout", cli.EnvDuration(env("CROWSNEST_DOWNLOAD_TIMEOUT", ""), 10*time.Minute), "deadline of a DB archive download (env CROWSNEST_DOWNLOAD_TIMEOUT)")
-	bindLimits(fs, &o.maxArchiveBytes, &o.maxDBBytes, env)
+	bindLimits(fs, &o.maxArchiveBytes, &o.maxDBBytes, &o.importTimeout, env)
 	fs.StringVar(&o.adminTokenFile, "admin-token-file", env("CROWSNEST_ADMIN_TOKEN_FILE", ""),
 		"file holding the admin token allowed to upload DB archives (POST "+dbserve.ImportPath+"); without one, uploads are refused (env CROWSNEST_ADMIN_TOKEN_FILE)")
 	fs.BoolVar(&o.metrics, "metrics", cli.EnvBool(env("CROWSNEST_METRICS", ""), true), "serve Prometheus metrics at /metrics (env CROWSNEST_METRICS)")
@@ -86,9 +91,12 @@ func bindDataDir(fs *flag.FlagSet, dir *string, env envFunc) {
 	fs.StringVar(dir, "data-dir", env("CROWSNEST_DATA_DIR", DefaultDataDir), "directory (volume) holding the vulnerability DBs (env CROWSNEST_DATA_DIR)")
 }
 
-func bindLimits(fs *flag.FlagSet, archive, db *int64, env envFunc) {
+func bindLimits(fs *flag.FlagSet, archive, db *int64, timeout *time.Duration, env envFunc) {
 	fs.Int64Var(archive, "max-archive-bytes", cli.EnvInt(env("CROWSNEST_MAX_ARCHIVE_BYTES", ""), 2<<30), "largest DB archive accepted, downloaded or uploaded (env CROWSNEST_MAX_ARCHIVE_BYTES)")
-	fs.Int64Var(db, "max-db-bytes", cli.EnvInt(env("CROWSNEST_MAX_DB_BYTES", ""), 8<<30), "largest unpacked vulnerability.db accepted (env CROWSNEST_MAX_DB_BYTES)")
+	fs.Int64Var(db, "max-db-bytes", cli.EnvInt(env("CROWSNEST_MAX_DB_BYTES", ""), 8<<30),
+		"largest unpacked vulnerability.db accepted; the whole archive may unpack to 16 MiB more, skipped entries included (env CROWSNEST_MAX_DB_BYTES)")
+	fs.DurationVar(timeout, "import-timeout", cli.EnvDuration(env("CROWSNEST_IMPORT_TIMEOUT", ""), 30*time.Minute),
+		"deadline of one import (unpack, checks, indexes, activation), after the download or upload (env CROWSNEST_IMPORT_TIMEOUT)")
 }
 
 func parseServe(args []string, getenv func(string) string, out io.Writer) (serveOptions, error) {
@@ -106,7 +114,11 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 		o.upstreamURL = ""
 	}
 	if o.upstreamURL != "" {
-		if _, err := vulndb.ListingURL(o.upstreamURL); err != nil {
+		err := vulndb.CheckUpstreamURL(o.upstreamURL, o.allowInsecureUpstream)
+		if errors.Is(err, vulndb.ErrInsecureUpstream) {
+			return o, fmt.Errorf("--upstream-url: %w (pass --allow-insecure-upstream for a mirror on a trusted network)", err)
+		}
+		if err != nil {
 			return o, fmt.Errorf("--upstream-url: %w", err)
 		}
 	}
@@ -118,7 +130,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 		o.resultsAPIURL = strings.TrimRight(o.resultsAPIURL, "/")
 	}
 	for name, v := range map[string]int64{"check-interval": int64(o.checkInterval), "listing-timeout": int64(o.listingTimeout),
-		"download-timeout": int64(o.downloadTimeout), "shutdown-timeout": int64(o.shutdownTimeout),
+		"download-timeout": int64(o.downloadTimeout), "shutdown-timeout": int64(o.shutdownTimeout), "import-timeout": int64(o.importTimeout),
 		"max-archive-bytes": o.maxArchiveBytes, "max-db-bytes": o.maxDBBytes, "rematch-concurrency": int64(o.rematchConcurrency)} {
 		if v <= 0 {
 			return o, fmt.Errorf("--%s must be positive", name)

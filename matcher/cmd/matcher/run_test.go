@@ -96,7 +96,9 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	o, err := parseServe([]string{"--data-dir", t.TempDir(), "--upstream-url", upstream.URL, "--admin-token-file", tokenFile, "--log-level", "warn"}, noEnv, io.Discard)
+	// A plain HTTP upstream, allowed explicitly (TestParseServe: refused otherwise).
+	o, err := parseServe([]string{"--data-dir", t.TempDir(), "--upstream-url", upstream.URL, "--allow-insecure-upstream",
+		"--admin-token-file", tokenFile, "--log-level", "warn"}, noEnv, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,10 +210,24 @@ func TestParseServe(t *testing.T) {
 		t.Fatalf("rematch and events are not off by default: %+v", o)
 	}
 	for _, args := range [][]string{{"--upstream-url", "ftp://x"}, {"--check-interval", "0s"}, {"extra"},
-		{"--results-api-url", "results-api:8080"}, {"--rematch-concurrency", "0"}} {
+		{"--results-api-url", "results-api:8080"}, {"--rematch-concurrency", "0"}, {"--import-timeout", "0s"}} {
 		if _, err := parseServe(args, noEnv, io.Discard); err == nil {
 			t.Errorf("%v accepted", args)
 		}
+	}
+	// A plain HTTP upstream only when allowed, by flag or environment.
+	_, err = parseServe([]string{"--upstream-url", "http://mirror.example/db"}, noEnv, io.Discard)
+	if !errors.Is(err, vulndb.ErrInsecureUpstream) || !strings.Contains(err.Error(), "--allow-insecure-upstream") {
+		t.Errorf("http upstream: %v, want a refusal naming --allow-insecure-upstream", err)
+	}
+	if o, err := parseServe([]string{"--upstream-url", "http://mirror.example/db", "--allow-insecure-upstream"}, noEnv, io.Discard); err != nil || !o.allowInsecureUpstream {
+		t.Errorf("http upstream with the flag: %+v %v", o, err)
+	}
+	env = func(k string) string {
+		return map[string]string{"CROWSNEST_ALLOW_INSECURE_UPSTREAM": "true", "CROWSNEST_IMPORT_TIMEOUT": "5m"}[k]
+	}
+	if o, err := parseServe([]string{"--upstream-url", "http://mirror.example/db"}, env, io.Discard); err != nil || o.importTimeout != 5*time.Minute {
+		t.Errorf("http upstream with the environment: %+v %v", o, err)
 	}
 }
 

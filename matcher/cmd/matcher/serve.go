@@ -56,9 +56,10 @@ func serve(ctx context.Context, o serveOptions, d deps) error {
 	}
 	w := &wiring{log: log}
 	store, err := vulndb.Open(o.dataDir, vulndb.Options{
-		Limits: vulndb.Limits{MaxArchiveBytes: o.maxArchiveBytes, MaxDBBytes: o.maxDBBytes},
+		Limits: vulndb.Limits{MaxArchiveBytes: o.maxArchiveBytes, MaxDBBytes: o.maxDBBytes, MaxImportTime: o.importTimeout},
 		Upstream: vulndb.Upstream{
 			URL:             o.upstreamURL,
+			AllowInsecure:   o.allowInsecureUpstream,
 			ListingTimeout:  o.listingTimeout,
 			DownloadTimeout: o.downloadTimeout,
 		},

@@ -40,10 +40,21 @@ type FetchResult struct {
 // active one, downloads the archive, verifies the listed checksum and
 // imports it. A listing naming the active build or an older one downloads
 // nothing.
+//
+// The listing is trusted: it is read over HTTPS (plain HTTP only with
+// Upstream.AllowInsecure) from the configured host, redirects never leave
+// that host, and its SHA-256 checksum, required, is what the archive must
+// match. Nothing signs the listing itself (Grype's does not carry a
+// signature), so whoever controls the upstream host controls the DB; the
+// archive is then checked like any import (format, size, unpack time,
+// Grype's reader, schema, integrity, a newer build).
 func (s *Store) Fetch(ctx context.Context) (FetchResult, error) {
 	up := s.opts.Upstream
 	if up.URL == "" {
 		return FetchResult{}, errors.New("no upstream URL configured")
+	}
+	if err := CheckUpstreamURL(up.URL, up.AllowInsecure); err != nil {
+		return FetchResult{}, err
 	}
 	listingURL, err := ListingURL(up.URL)
 	if err != nil {
@@ -111,6 +122,9 @@ func (s *Store) readListing(ctx context.Context, listingURL string) (*distributi
 	if doc == nil || doc.Path == "" || doc.Built.IsZero() {
 		return nil, fmt.Errorf("listing %s names no DB", Redact(listingURL))
 	}
+	if err := checkListedChecksum(doc.Checksum); err != nil {
+		return nil, fmt.Errorf("listing %s: %w", Redact(listingURL), err)
+	}
 	return doc, nil
 }
 
@@ -139,7 +153,7 @@ func (s *Store) download(ctx context.Context, archiveURL, checksum string) (stri
 		err = fmt.Errorf("download %s: %w", Redact(archiveURL), err)
 	case n > limit:
 		err = fmt.Errorf("%s: over %d bytes: %w", Redact(archiveURL), limit, ErrTooLarge)
-	case checksum != "" && !strings.EqualFold(checksum, "sha256:"+hex.EncodeToString(h.Sum(nil))):
+	case !strings.EqualFold(checksum, "sha256:"+hex.EncodeToString(h.Sum(nil))):
 		err = fmt.Errorf("%s: listed %s: %w", Redact(archiveURL), checksum, ErrChecksum)
 	}
 	if err != nil {
@@ -156,11 +170,7 @@ func (s *Store) get(ctx context.Context, u string) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("request %s: %w", Redact(u), err)
 	}
 	req.Header.Set("User-Agent", "crowsnest-matcher")
-	c := s.opts.Upstream.Client
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(req)
+	resp, err := upstreamClient(s.opts.Upstream.Client, s.opts.Upstream.AllowInsecure).Do(req)
 	if err != nil {
 		var uerr *url.Error
 		if errors.As(err, &uerr) {

@@ -13,7 +13,8 @@ import (
 	"github.com/crowsnest-dev/crowsnest/matcher/dbwrite"
 )
 
-// countingUpstream serves root like Grype's DB site and counts GETs per path.
+// countingUpstream serves root like Grype's DB site (over HTTPS) and counts
+// GETs per path.
 type countingUpstream struct {
 	*httptest.Server
 	mu   sync.Mutex
@@ -21,9 +22,14 @@ type countingUpstream struct {
 }
 
 func newUpstream(t *testing.T, root string) *countingUpstream {
+	return startUpstream(t, root, httptest.NewTLSServer)
+}
+
+// startUpstream serves root with start (httptest.NewServer for plain HTTP).
+func startUpstream(t *testing.T, root string, start func(http.Handler) *httptest.Server) *countingUpstream {
 	u := &countingUpstream{gets: map[string]int{}}
 	files := http.FileServer(http.Dir(root))
-	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	u.Server = start(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
 			u.mu.Lock()
 			u.gets[r.URL.Path]++
@@ -33,6 +39,23 @@ func newUpstream(t *testing.T, root string) *countingUpstream {
 	}))
 	t.Cleanup(u.Close)
 	return u
+}
+
+// upstreamOf is the Upstream of u: its URL and a client that trusts its
+// certificate.
+func upstreamOf(u *countingUpstream) Upstream {
+	return Upstream{URL: u.URL, Client: u.Client()}
+}
+
+// total counts every GET u answered.
+func (u *countingUpstream) total() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	n := 0
+	for _, c := range u.gets {
+		n += c
+	}
+	return n
 }
 
 // archiveGets counts GETs of any archive.
@@ -60,7 +83,7 @@ func TestFetch(t *testing.T) {
 	up := newUpstream(t, root)
 	var activations int
 	s := openStore(t, t.TempDir(), Options{
-		Upstream:   Upstream{URL: up.URL},
+		Upstream:   upstreamOf(up),
 		OnActivate: func(DB) { activations++ },
 	})
 	ctx := context.Background()
@@ -112,7 +135,7 @@ func TestFetchRefusals(t *testing.T) {
 		listing := readFile(t, w.ListingPath)
 		writeFile(t, w.ListingPath, []byte(strings.Replace(string(listing), w.Archive.Checksum, "sha256:"+strings.Repeat("ab", 32), 1)))
 		up := newUpstream(t, root)
-		s := openStore(t, t.TempDir(), Options{Upstream: Upstream{URL: up.URL}})
+		s := openStore(t, t.TempDir(), Options{Upstream: upstreamOf(up)})
 		if _, err := s.Fetch(ctx); !errors.Is(err, ErrChecksum) {
 			t.Fatalf("err %v, want ErrChecksum", err)
 		}
@@ -127,14 +150,14 @@ func TestFetchRefusals(t *testing.T) {
 		root := t.TempDir()
 		upstream(t, root, t1)
 		up := newUpstream(t, root)
-		s := openStore(t, t.TempDir(), Options{Upstream: Upstream{URL: up.URL}, Limits: Limits{MaxArchiveBytes: 1024}})
+		s := openStore(t, t.TempDir(), Options{Upstream: upstreamOf(up), Limits: Limits{MaxArchiveBytes: 1024}})
 		if _, err := s.Fetch(ctx); !errors.Is(err, ErrTooLarge) {
 			t.Fatalf("err %v, want ErrTooLarge", err)
 		}
 	})
 	t.Run("listing not found", func(t *testing.T) {
 		up := newUpstream(t, t.TempDir())
-		s := openStore(t, t.TempDir(), Options{Upstream: Upstream{URL: up.URL}})
+		s := openStore(t, t.TempDir(), Options{Upstream: upstreamOf(up)})
 		if _, err := s.Fetch(ctx); err == nil || !strings.Contains(err.Error(), "404") {
 			t.Fatalf("err %v, want a 404", err)
 		}
@@ -147,9 +170,9 @@ func TestFetchKeepsSecretsOutOfErrors(t *testing.T) {
 	root := t.TempDir()
 	upstream(t, root, t1)
 	up := newUpstream(t, root)
-	base := strings.Replace(up.URL, "http://", "http://user:hunter2@", 1)
+	base := strings.Replace(up.URL, "https://", "https://user:hunter2@", 1)
 
-	s := openStore(t, t.TempDir(), Options{Upstream: Upstream{URL: base + "/v6/latest.json?token=hunter2"}})
+	s := openStore(t, t.TempDir(), Options{Upstream: Upstream{URL: base + "/v6/latest.json?token=hunter2", Client: up.Client()}})
 	res, err := s.Fetch(context.Background())
 	if err != nil || !res.Updated {
 		t.Fatalf("fetch via listing URL: %+v err %v", res, err)

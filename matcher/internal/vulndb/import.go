@@ -39,9 +39,20 @@ type ImportOptions struct {
 // copied, not moved, unless o.Move says otherwise. Importing the archive that is already active does
 // nothing and returns the active DB. Every refusal leaves the active DB as
 // it was.
+//
+// One import runs at a time, within Limits.MaxImportTime from taking the
+// lock: past it the import is abandoned with ErrTimeout. (Hydration, which
+// builds the indexes of a DB already checked against the size limit, is
+// Grype's code and is not interruptible; it is bounded by the DB's size.)
 func (s *Store) Import(ctx context.Context, path string, o ImportOptions) (DB, error) {
 	s.importMu.Lock()
-	db, activated, err := s.importLocked(ctx, path, o)
+	limit := s.opts.Limits.MaxImportTime
+	ictx, cancel := context.WithTimeoutCause(ctx, limit, fmt.Errorf("import not done within %s: %w", limit, ErrTimeout))
+	db, activated, err := s.importLocked(ictx, path, o)
+	if cause := context.Cause(ictx); err != nil && errors.Is(cause, ErrTimeout) && !errors.Is(err, ErrTimeout) {
+		err = fmt.Errorf("%w: %w", cause, err)
+	}
+	cancel()
 	s.importMu.Unlock()
 	if err != nil {
 		return DB{}, err

@@ -25,12 +25,14 @@ var (
 	ErrTooLarge = errors.New("over the size limit")
 	ErrLocked   = errors.New("data directory is in use by another matcher process")
 	ErrNoDB     = errors.New("no active vulnerability DB")
+	ErrTimeout  = errors.New("import took longer than its deadline")
 )
 
 // Refused reports whether err refuses the archive itself (checksum, format,
-// content, schema, age or size) rather than failing on this side.
+// content, schema, age, size or the time it takes to unpack) rather than
+// failing on this side.
 func Refused(err error) bool {
-	return errorsIsAny(err, ErrChecksum, ErrCorrupt, ErrNotDB, ErrSchema, ErrNotNewer, ErrTooLarge)
+	return errorsIsAny(err, ErrChecksum, ErrCorrupt, ErrNotDB, ErrSchema, ErrNotNewer, ErrTooLarge, ErrTimeout)
 }
 
 // Names in the data directory.
@@ -76,9 +78,15 @@ type Limits struct {
 	MaxArchiveBytes int64
 	// MaxDBBytes caps the unpacked vulnerability.db. Zero means 8 GiB.
 	MaxDBBytes int64
+	// MaxImportTime bounds one import, from taking the import lock to
+	// activation. Zero means 30 minutes.
+	MaxImportTime time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
+	if l.MaxImportTime <= 0 {
+		l.MaxImportTime = 30 * time.Minute
+	}
 	if l.MaxArchiveBytes <= 0 {
 		l.MaxArchiveBytes = 2 << 30
 	}
@@ -113,8 +121,12 @@ type Upstream struct {
 	// listing's own URL ending in .json.
 	URL string
 	// Client makes the requests; nil means a client with no overall timeout
-	// (each request has its own, below).
+	// (each request has its own, below). Its redirect policy is narrowed:
+	// redirects stay on the upstream's host and on HTTPS.
 	Client *http.Client
+	// AllowInsecure lets the upstream (and its redirects) be plain HTTP:
+	// for a mirror inside a trusted network or a test, never the internet.
+	AllowInsecure bool
 	// ListingTimeout bounds the listing request; zero means 30 s.
 	ListingTimeout time.Duration
 	// DownloadTimeout bounds the archive download; zero means 10 min.

@@ -20,6 +20,13 @@ import (
 // xz, or not at all), takes only those two regular files at the archive's
 // root and caps their size.
 //
+// Every decompressed byte counts against maxDB plus unpackSlack, whether
+// unpack keeps its entry or skips it (tar skips an entry by reading it
+// through the decompressor), and every read checks ctx: a small archive
+// holding a huge entry that is never kept stops at the limit or at the
+// import's deadline instead of decompressing for hours under the import
+// lock.
+//
 // It returns the format's extension (".tar.zst", ".tar.gz", …).
 func unpack(ctx context.Context, archivePath, dir string, maxDB int64) (string, error) {
 	f, err := os.Open(archivePath)
@@ -36,10 +43,12 @@ func unpack(ctx context.Context, archivePath, dir string, maxDB int64) (string, 
 	if !strings.HasPrefix(format.Extension(), ".tar") {
 		return "", fmt.Errorf("not a tar archive (identified as %s): %w", format.Extension(), ErrCorrupt)
 	}
-	ex, ok := format.(archives.Extractor)
-	if !ok {
-		return "", fmt.Errorf("%s cannot be extracted: %w", format.Extension(), ErrCorrupt)
+	tarball, err := decompressed(format, stream)
+	if err != nil {
+		return "", err
 	}
+	defer tarball.Close()
+	bounded := &boundedReader{ctx: ctx, r: tarball, left: maxDB + unpackSlack, max: maxDB + unpackSlack}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return "", err
@@ -47,7 +56,7 @@ func unpack(ctx context.Context, archivePath, dir string, maxDB int64) (string, 
 	defer root.Close()
 	var total int64
 	found := map[string]bool{}
-	err = ex.Extract(ctx, stream, func(_ context.Context, fi archives.FileInfo) error {
+	err = (archives.Tar{}).Extract(ctx, bounded, func(_ context.Context, fi archives.FileInfo) error {
 		name := path.Clean(strings.TrimPrefix(fi.NameInArchive, "./"))
 		if name != v6.VulnerabilityDBFileName && name != v6.ImportMetadataFileName {
 			return nil
@@ -64,6 +73,9 @@ func unpack(ctx context.Context, archivePath, dir string, maxDB int64) (string, 
 		return err
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("extract archive: %w", context.Cause(ctx))
+		}
 		if errorsIsAny(err, ErrCorrupt, ErrTooLarge) {
 			return "", err
 		}

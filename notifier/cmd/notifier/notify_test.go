@@ -13,7 +13,7 @@ import (
 )
 
 // twoRoutes routes namespace a to receiver ra (a signed structured
-// webhook) and namespace b to rb.
+// webhook) and namespace b to rb (a signed binary-mode webhook).
 func twoRoutes(e *env, ra, rb *endpoint, groupWait string) string {
 	key := e.write("hmac-key", "s3cret-key\n")
 	return fmt.Sprintf(`
@@ -21,11 +21,11 @@ receivers:
 - name: ra
   webhook: {url: %q, hmacKeyFile: %q}
 - name: rb
-  webhook: {url: %q, mode: binary}
+  webhook: {url: %q, mode: binary, hmacKeyFile: %q}
 routes:
 - {name: route-a, receiver: ra, namespaces: [a], minSeverity: high, groupWait: %s}
 - {name: route-b, receiver: rb, namespaceSelector: "team=b", groupWait: %s}
-`, ra.URL, key, rb.URL, groupWait, groupWait)
+`, ra.URL, key, rb.URL, key, groupWait, groupWait)
 }
 
 // waitIdle waits until the notifier handled n events and has nothing open,
@@ -106,11 +106,16 @@ func TestGroupedOncePerRouteAndDuplicateIgnored(t *testing.T) {
 	if ra.accepted() != 1 || rb.accepted() != 1 {
 		t.Fatalf("a=%d b=%d, want 1 each", ra.accepted(), rb.accepted())
 	}
-	if h := rb.headers[0]; h.Get("Ce-Type") != receiver.TypeNotification || h.Get("Ce-Id") == "" || h.Get("Content-Type") != "application/json" {
+	h := rb.headers[0]
+	if h.Get("Ce-Type") != receiver.TypeNotification || h.Get("Ce-Id") == "" || h.Get("Content-Type") != "application/json" {
 		t.Fatalf("binary mode headers %v", h)
 	}
 	if !strings.Contains(string(rb.body(0)), "CVE-2026-0003") {
 		t.Fatalf("binary body %s", rb.body(0))
+	}
+	// The binary-mode signature (v2) covers the ce-* headers as received.
+	if err := receiver.VerifyRequest([]byte("s3cret-key"), h, rb.body(0), time.Now(), time.Minute); err != nil {
+		t.Fatalf("binary-mode signature: %v", err)
 	}
 	if err := n.stop(); err != nil {
 		t.Fatalf("run: %v", err)

@@ -67,7 +67,8 @@ type Webhook struct {
 	// Mode is "structured" (application/cloudevents+json, default) or
 	// "binary" (ce-* headers, the data as body).
 	Mode string `json:"mode,omitempty"`
-	// HMACKeyFile, when set, signs each request (see receiver.Sign).
+	// HMACKeyFile, when set, signs each request (see receiver.Sign and
+	// receiver.SignBinary).
 	HMACKeyFile string `json:"hmacKeyFile,omitempty"`
 }
 

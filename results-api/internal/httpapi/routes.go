@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
 )
@@ -14,7 +13,7 @@ import (
 func (s *Server) Routes() chi.Router {
 	r := chi.NewRouter()
 	lim := s.cfg.Limits
-	r.Use(middleware.RequestID, s.requestIDHeader, s.recoverer, s.observe, deadline(lim.RequestTimeout))
+	r.Use(requestID, s.requestIDHeader, s.recoverer, s.observe, deadline(lim.RequestTimeout))
 
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)

@@ -170,7 +170,14 @@ type IssuerRef struct {
 
 // ExternalDB points at a Postgres database when the bundled one is disabled.
 type ExternalDB struct {
-	ExistingSecret SecretKey `json:"existingSecret" jsonschema:"description=Secret whose key holds the Postgres URL (required when postgres.enabled=false)"`
+	ExistingSecret SecretKey   `json:"existingSecret" jsonschema:"description=Secret whose key holds the Postgres URL (required when postgres.enabled=false)"`
+	TLS            DatabaseTLS `json:"tls"`
+}
+
+// DatabaseTLS is how results-api checks the Postgres server it connects to.
+type DatabaseTLS struct {
+	Mode     string    `json:"mode" jsonschema:"description=sslmode results-api connects with (PGSSLMODE; an sslmode in the URL wins: leave it out); verify-full checks the server's certificate against caSecret (or the system roots) and its name against the URL's host; empty: what the URL says. Needs postgres.enabled=false: the bundled Postgres serves no TLS,enum=,enum=require,enum=verify-ca,enum=verify-full"`
+	CASecret SecretKey `json:"caSecret" jsonschema:"description=Secret whose key holds the PEM CA certificate(s) that signed the server's certificate: mounted into results-api as PGSSLROOTCERT (e.g. CloudNativePG's <cluster>-ca key ca.crt); empty name: the system roots"`
 }
 
 // SecretKey names a key of an existing Secret in the release namespace.
