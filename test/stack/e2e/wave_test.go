@@ -70,15 +70,19 @@ func TestOperatorKilledMidWave(t *testing.T) {
 	t.Logf("operator killed with %d of %d digests scheduled", killedAt, wave)
 
 	start := time.Now()
-	eventually(t, 10*time.Minute, "every digest of the wave scanned", func() error {
+	// On the real node a Job's job.done follows its report by the time the
+	// kubelet, the Job controller and the operator take to see the Pod end:
+	// wait for both, not for the report alone.
+	eventually(t, 10*time.Minute, "every digest of the wave scanned and its Job done", func() error {
 		missing := 0
 		for _, img := range imgs {
-			if count(natsRec.of(img.Digest), "report.stored") == 0 {
+			es := natsRec.of(img.Digest)
+			if count(es, "report.stored") == 0 || count(es, "job.done") == 0 {
 				missing++
 			}
 		}
 		if missing > 0 {
-			return fmt.Errorf("%d of %d digests without report.stored", missing, wave)
+			return fmt.Errorf("%d of %d digests without report.stored or job.done", missing, wave)
 		}
 		return nil
 	})
