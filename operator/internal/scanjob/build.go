@@ -132,7 +132,7 @@ func Build(p Params) *batchv1.Job {
 						FSGroup:        ptr.To[int64](runAsUser),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
-					NodeSelector:   sortedCopy(p.Placement.NodeSelector),
+					NodeSelector:   copyLabels(p.Placement.NodeSelector),
 					Tolerations:    append([]corev1.Toleration(nil), p.Placement.Tolerations...),
 					InitContainers: initContainers(grype, p, secrets, dbCache),
 					Containers:     []corev1.Container{uploaderContainer(p)},

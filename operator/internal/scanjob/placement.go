@@ -2,7 +2,7 @@ package scanjob
 
 import (
 	"fmt"
-	"sort"
+	"maps"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -83,18 +83,11 @@ func insecure(image string, registries []string) bool {
 	return false
 }
 
-func sortedCopy(m map[string]string) map[string]string {
+// copyLabels copies a selector so the Job never shares the operator's map
+// (nil when empty: the field is then left out).
+func copyLabels(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make(map[string]string, len(m))
-	for _, k := range keys {
-		out[k] = m[k]
-	}
-	return out
+	return maps.Clone(m)
 }
