@@ -62,6 +62,7 @@ type Options struct {
 	MaxConcurrentScans      int
 	RescansPerMinute        int
 	RescanJitter            float64
+	ScanPod                 scanjob.Scheduling
 	LogFormat               string
 	LogLevel                string
 	// Zap holds controller-runtime's --zap-* flags; each one given wins
@@ -114,6 +115,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.RescansPerMinute, "rescans-per-minute", 60, "rescans started per minute in the whole cluster, so reports stored in one wave do not all come due at once (0: no limit)")
 	fs.StringVar(&o.LogFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info or error")
+	o.bindScanPodFlags(fs)
 	o.Zap.BindFlags(fs)
 }
 
@@ -177,6 +179,9 @@ func (o *Options) Validate() error {
 	if o.LookupRetry <= 0 || o.PublishRetry <= 0 {
 		errs = append(errs, errors.New("--lookup-retry and --publish-retry must be > 0"))
 	}
+	if err := validateScanPod(o.ScanPod); err != nil {
+		errs = append(errs, err)
+	}
 	if o.LogFormat != "json" && o.LogFormat != "console" {
 		errs = append(errs, fmt.Errorf("--log-format %q: want json or console", o.LogFormat))
 	}
@@ -217,8 +222,8 @@ func (o *Options) controllerOptions() scanner.Options {
 		VulnDBURL: o.VulnDBURL, ServiceAccount: o.ScanServiceAccount, JobTTL: o.JobTTL, RetryBase: o.RetryBackoff, RetryMax: o.RetryBackoffMax,
 		LookupRetry: o.LookupRetry, PublishRetry: o.PublishRetry, Workers: o.Workers, StuckGrace: o.StuckGrace,
 		MaxConcurrentScans: o.MaxConcurrentScans, RescansPerMinute: o.RescansPerMinute, RescanJitter: o.RescanJitter,
-		WatchNamespaces: o.WatchNamespaces,
-		Inventory:       o.inventoryOptions(),
+		WatchNamespaces: o.WatchNamespaces, ScanPod: o.ScanPod,
+		Inventory: o.inventoryOptions(),
 	}
 }
 

@@ -61,6 +61,9 @@ type Params struct {
 	// DBCache is where Grype keeps its vulnerability DB. An emptyDir today;
 	// a shared, pre-populated volume can replace it without touching the rest.
 	DBCache corev1.VolumeSource
+	// Scheduling is the operator-wide default of where scan Pods run; the
+	// Scanner's spec.scanPod replaces it field by field (Override).
+	Scheduling Scheduling
 }
 
 // DefaultDBCache is an emptyDir bounded to 2 GiB.
@@ -133,6 +136,7 @@ func Build(p Params) *batchv1.Job {
 			},
 		},
 	}
+	p.Scheduling.Override(s.Spec.ScanPod).apply(&job.Spec.Template.Spec)
 	return job
 }
 

@@ -253,6 +253,7 @@ func (r *Reconciler) createJob(ctx context.Context, s *crowsnestv1alpha1.Scanner
 		Attempt:  req.attempt, Reason: string(req.reason),
 		GrypeImage: r.Options.GrypeImage, UploaderImage: r.Options.UploaderImage, APIURL: r.Options.UploaderAPIURL,
 		VulnDBURL: r.Options.VulnDBURL, ServiceAccount: r.Options.ServiceAccount, TTL: r.Options.JobTTL,
+		Scheduling: r.Options.ScanPod,
 	})
 	if err := r.Create(ctx, job); err != nil {
 		if apierrors.IsAlreadyExists(err) {

@@ -22,6 +22,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/operator/internal/inventory"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/podcache"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanbudget"
+	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
 )
 
 // Lookup answers which digests have a report (resultsclient.Client).
@@ -55,6 +56,9 @@ type Options struct {
 	// RescansPerMinute caps how many rescans start per minute in the whole
 	// cluster; 0 is no cap.
 	RescansPerMinute int
+	// ScanPod is the operator-wide default of where scan Pods run
+	// (--scan-pod-*); a Scanner's spec.scanPod replaces it field by field.
+	ScanPod scanjob.Scheduling
 	// WatchNamespaces are the only namespaces whose Scanners are served
 	// and where scan Jobs are created; empty is every namespace. The
 	// manager's cache must be restricted to the same (CacheOptions).
