@@ -47,8 +47,6 @@ type Options struct {
 	PublishRetry            time.Duration
 	Inventory               bool
 	GrypeImage              string
-	ScanPodNodeSelector     string
-	ScanPodTolerations      string
 	InsecureRegistries      string
 	VulnDBURL               string
 	Kubeconfig              string
@@ -65,6 +63,7 @@ type Options struct {
 	MaxConcurrentScans      int
 	RescansPerMinute        int
 	RescanJitter            float64
+	ScanPod                 scanjob.Scheduling
 	LogFormat               string
 	LogLevel                string
 	// Zap holds controller-runtime's --zap-* flags; each one given wins
@@ -103,8 +102,6 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.VulnDBURL, "vulndb-url", "", "base URL scan Jobs fetch Grype's vulnerability DB from (GRYPE_DB_UPDATE_URL), e.g. the matcher's http://crowsnest-matcher:8080/vulndb (empty: every scan downloads it from Grype's public URL)")
 	fs.StringVar(&o.GrypeImage, "grype-image", scanjob.DefaultGrypeImage, "Grype image of scan Jobs (a Scanner's spec.grypeImage wins)")
 	fs.StringVar(&o.UploaderImage, "uploader-image", "", "uploader image of scan Jobs (required)")
-	fs.StringVar(&o.ScanPodNodeSelector, "scan-pod-node-selector", "", "nodeSelector of every scan Pod, `key=value,...` (e.g. keep scans on nodes set aside for them)")
-	fs.StringVar(&o.ScanPodTolerations, "scan-pod-tolerations", "", "tolerations of every scan Pod, `key=value:Effect,key:Effect,...` (key alone: Exists; no effect: every effect)")
 	fs.StringVar(&o.InsecureRegistries, "insecure-registries", "", "comma-separated registry `hosts` (host:port) Grype pulls scanned images from over plain HTTP: development registries only")
 	fs.StringVar(&o.ScanServiceAccount, "scan-service-account", "", "service account of scan Pods; its projected token authenticates the upload (default: the namespace's default)")
 	fs.StringVar(&o.ScanNetworkPolicy, "scan-network-policy", "", "file with the NetworkPolicy spec of scan Pods (YAML; podSelector exactly the scan Pods' labels), kept in every namespace a ClusterScanner covers (the chart renders it; empty: none)")
@@ -120,6 +117,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.RescansPerMinute, "rescans-per-minute", 60, "rescans started per minute in the whole cluster, so reports stored in one wave do not all come due at once (0: no limit)")
 	fs.StringVar(&o.LogFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info or error")
+	o.bindScanPodFlags(fs)
 	o.Zap.BindFlags(fs)
 }
 
@@ -143,12 +141,6 @@ func (o *Options) Validate() error {
 	}
 	if o.UploaderImage == "" {
 		errs = append(errs, errors.New("--uploader-image is required"))
-	}
-	if _, err := scanjob.ParseNodeSelector(o.ScanPodNodeSelector); err != nil {
-		errs = append(errs, fmt.Errorf("--scan-pod-node-selector: %w", err))
-	}
-	if _, err := scanjob.ParseTolerations(o.ScanPodTolerations); err != nil {
-		errs = append(errs, fmt.Errorf("--scan-pod-tolerations: %w", err))
 	}
 	if o.RetryBackoff <= 0 || o.RetryBackoffMax < o.RetryBackoff {
 		errs = append(errs, errors.New("--retry-backoff must be > 0 and <= --retry-backoff-max"))
@@ -189,6 +181,9 @@ func (o *Options) Validate() error {
 	if o.LookupRetry <= 0 || o.PublishRetry <= 0 {
 		errs = append(errs, errors.New("--lookup-retry and --publish-retry must be > 0"))
 	}
+	if err := validateScanPod(o.ScanPod); err != nil {
+		errs = append(errs, err)
+	}
 	if o.LogFormat != "json" && o.LogFormat != "console" {
 		errs = append(errs, fmt.Errorf("--log-format %q: want json or console", o.LogFormat))
 	}
@@ -224,8 +219,6 @@ func (o *Options) controllerOptions() scanner.Options {
 	if uploaderURL == "" {
 		uploaderURL = o.ResultsAPIURL
 	}
-	sel, _ := scanjob.ParseNodeSelector(o.ScanPodNodeSelector) // checked by Validate
-	tol, _ := scanjob.ParseTolerations(o.ScanPodTolerations)
 	var insecure []string
 	for _, r := range strings.Split(o.InsecureRegistries, ",") {
 		if r = strings.TrimSpace(r); r != "" {
@@ -233,13 +226,12 @@ func (o *Options) controllerOptions() scanner.Options {
 		}
 	}
 	return scanner.Options{
-		ScanPlacement: scanjob.Placement{NodeSelector: sel, Tolerations: tol}, InsecureRegistries: insecure,
-		GrypeImage: o.GrypeImage, UploaderImage: o.UploaderImage, UploaderAPIURL: uploaderURL,
+		InsecureRegistries: insecure, GrypeImage: o.GrypeImage, UploaderImage: o.UploaderImage, UploaderAPIURL: uploaderURL,
 		VulnDBURL: o.VulnDBURL, ServiceAccount: o.ScanServiceAccount, JobTTL: o.JobTTL, RetryBase: o.RetryBackoff, RetryMax: o.RetryBackoffMax,
 		LookupRetry: o.LookupRetry, PublishRetry: o.PublishRetry, Workers: o.Workers, StuckGrace: o.StuckGrace,
 		MaxConcurrentScans: o.MaxConcurrentScans, RescansPerMinute: o.RescansPerMinute, RescanJitter: o.RescanJitter,
-		WatchNamespaces: o.WatchNamespaces,
-		Inventory:       o.inventoryOptions(),
+		WatchNamespaces: o.WatchNamespaces, ScanPod: o.ScanPod,
+		Inventory: o.inventoryOptions(),
 	}
 }
 

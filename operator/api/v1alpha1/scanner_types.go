@@ -78,6 +78,14 @@ type ScannerSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]+)?/)?[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*(:[A-Za-z0-9_][-A-Za-z0-9_.]{0,127})?(@sha256:[a-f0-9]{64})?$')",message="grypeImage must be an image reference [registry[:port]/]repository[:tag][@sha256:<64 hex>]: lower-case repository path, no whitespace"
 	// +optional
 	GrypeImage string `json:"grypeImage,omitempty"`
+
+	// ScanPod says where this Scanner's scan Pods are scheduled
+	// (nodeSelector, tolerations, affinity, priorityClassName). Each field
+	// set here replaces the operator's default for that field. One Job
+	// scans a digest for the whole cluster: it follows the scanPod of the
+	// Scanner that owns it (the one whose reconcile created it).
+	// +optional
+	ScanPod *ScanPodSpec `json:"scanPod,omitempty"`
 }
 
 // Condition types of a Scanner. Ready says whether the Scanner is

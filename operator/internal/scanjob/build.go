@@ -58,8 +58,6 @@ type Params struct {
 	// http://crowsnest-matcher:8080/vulndb, so that no scan downloads the DB
 	// from the internet. Empty: Grype's public default.
 	VulnDBURL string
-	// Placement is where scan Pods may run (the operator's defaults).
-	Placement Placement
 	// InsecureRegistries are registry hosts Grype reaches over plain HTTP
 	// (GRYPE_REGISTRY_INSECURE_USE_HTTP for images there): a development
 	// registry such as kind's localhost:5001 or the local stack's.
@@ -67,6 +65,9 @@ type Params struct {
 	// DBCache is where Grype keeps its vulnerability DB. An emptyDir today;
 	// a shared, pre-populated volume can replace it without touching the rest.
 	DBCache corev1.VolumeSource
+	// Scheduling is the operator-wide default of where scan Pods run; the
+	// Scanner's spec.scanPod replaces it field by field (Override).
+	Scheduling Scheduling
 }
 
 // DefaultDBCache is an emptyDir bounded to 2 GiB.
@@ -132,8 +133,6 @@ func Build(p Params) *batchv1.Job {
 						FSGroup:        ptr.To[int64](runAsUser),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
-					NodeSelector:   copyLabels(p.Placement.NodeSelector),
-					Tolerations:    append([]corev1.Toleration(nil), p.Placement.Tolerations...),
 					InitContainers: initContainers(grype, p, secrets, dbCache),
 					Containers:     []corev1.Container{uploaderContainer(p)},
 					Volumes:        volumes(secrets, dbCache),
@@ -141,6 +140,7 @@ func Build(p Params) *batchv1.Job {
 			},
 		},
 	}
+	p.Scheduling.Override(s.Spec.ScanPod).apply(&job.Spec.Template.Spec)
 	return job
 }
 

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
@@ -48,12 +49,27 @@ func TestBuildGolden(t *testing.T) {
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
 		}
 		s.Spec.UploaderResources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}}
+		s.Spec.ScanPod = &crowsnestv1alpha1.ScanPodSpec{
+			NodeSelector: map[string]crowsnestv1alpha1.LabelValue{"crowsnest.dev/node": "real", "kubernetes.io/os": "linux"},
+			Tolerations: []crowsnestv1alpha1.Toleration{
+				{Key: "crowsnest.dev/real-node", Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule},
+				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](30)},
+			},
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "nvidia.com/gpu.present", Operator: corev1.NodeSelectorOpDoesNotExist}},
+				}}},
+			}},
+		}
 	})
 	withSecrets := params(custom)
 	withSecrets.PullSecrets = []string{"regcred", "other"}
 	withSecrets.Platform = "linux/arm64"
 	withSecrets.Attempt, withSecrets.Reason, withSecrets.ServiceAccount = 3, "retry", "crowsnest-scan"
 	withSecrets.VulnDBURL = "http://crowsnest-matcher.crowsnest:8080/vulndb"
+	// Operator defaults: the Scanner's nodeSelector replaces this one, the
+	// priority class (which the Scanner leaves unset) stays.
+	withSecrets.Scheduling = Scheduling{NodeSelector: map[string]string{"pool": "scans"}, PriorityClassName: "crowsnest-scan"}
 	cases := map[string]Params{"default": params(scanner()), "custom": withSecrets}
 	for name, p := range cases {
 		t.Run(name, func(t *testing.T) {

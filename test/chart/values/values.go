@@ -233,6 +233,7 @@ type Operator struct {
 	UploaderImage Image           `json:"uploaderImage" jsonschema:"description=Image of the scan Jobs' uploader container"`
 	GrypeImage    Image           `json:"grypeImage" jsonschema:"description=Grype image of the scan Jobs (a Scanner's spec.grypeImage overrides it)"`
 	Scans         OperatorScans   `json:"scans" jsonschema:"description=Cluster-wide scheduling of scan Jobs"`
+	ScanPod       OperatorScanPod `json:"scanPod" jsonschema:"description=Where scan Pods are scheduled by default (--scan-pod-*); a Scanner's spec.scanPod replaces each field it sets"`
 	// PodDisruptionBudget applies with replicas > 1 (leader election keeps one active).
 	PodDisruptionBudget PodDisruptionBudget `json:"podDisruptionBudget"`
 }
@@ -252,6 +253,15 @@ type OperatorScans struct {
 	RescansPerMinute int     `json:"rescansPerMinute" jsonschema:"description=Rescans started per minute in the whole cluster (--rescans-per-minute; 0: no limit),minimum=0"`
 	RescanJitter     float64 `json:"rescanJitter" jsonschema:"description=Each digest's rescan interval moves by up to this fraction of it (--rescan-jitter; 0 to 0.5),minimum=0,maximum=0.5"`
 	StuckGrace       string  `json:"stuckGrace" jsonschema:"description=How long a scan Pod may wait on an image pull or a refused Pod before the scan is ended as failed (--stuck-grace; 0s: wait for the scan timeout),pattern=^([0-9]+(ms|s|m|h))+$"`
+}
+
+// OperatorScanPod is the operator-wide scheduling of scan Pods (the
+// --scan-pod-* flags).
+type OperatorScanPod struct {
+	NodeSelector      map[string]string `json:"nodeSelector" jsonschema:"description=Node selector of scan Pods (--scan-pod-node-selector)"`
+	Tolerations       []map[string]any  `json:"tolerations" jsonschema:"description=core/v1 Tolerations of scan Pods (--scan-pod-tolerations)"`
+	Affinity          map[string]any    `json:"affinity" jsonschema:"description=core/v1 Affinity of scan Pods (--scan-pod-affinity)"`
+	PriorityClassName string            `json:"priorityClassName" jsonschema:"description=PriorityClass of scan Pods (--scan-pod-priority-class; empty: none),pattern=^$|^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$,maxLength=253"`
 }
 
 // OperatorMetrics is the operator's /metrics endpoint: HTTPS, and only for

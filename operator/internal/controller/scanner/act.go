@@ -253,7 +253,7 @@ func (r *Reconciler) createJob(ctx context.Context, s *crowsnestv1alpha1.Scanner
 		Attempt:  req.attempt, Reason: string(req.reason),
 		GrypeImage: r.Options.GrypeImage, UploaderImage: r.Options.UploaderImage, APIURL: r.Options.UploaderAPIURL,
 		VulnDBURL: r.Options.VulnDBURL, ServiceAccount: r.Options.ServiceAccount, TTL: r.Options.JobTTL,
-		Placement: r.Options.ScanPlacement, InsecureRegistries: r.Options.InsecureRegistries,
+		Scheduling: r.Options.ScanPod, InsecureRegistries: r.Options.InsecureRegistries,
 	})
 	if err := r.Create(ctx, job); err != nil {
 		if apierrors.IsAlreadyExists(err) {

@@ -34,9 +34,7 @@ type Lookup interface {
 
 // Options are the operator-wide settings the controller applies.
 type Options struct {
-	// ScanPlacement and InsecureRegistries go into every scan Job
-	// (scanjob.Params).
-	ScanPlacement      scanjob.Placement
+	// InsecureRegistries go into every scan Job (scanjob.Params).
 	InsecureRegistries []string
 	GrypeImage         string
 	UploaderImage      string
@@ -60,6 +58,9 @@ type Options struct {
 	// RescansPerMinute caps how many rescans start per minute in the whole
 	// cluster; 0 is no cap.
 	RescansPerMinute int
+	// ScanPod is the operator-wide default of where scan Pods run
+	// (--scan-pod-*); a Scanner's spec.scanPod replaces it field by field.
+	ScanPod scanjob.Scheduling
 	// WatchNamespaces are the only namespaces whose Scanners are served
 	// and where scan Jobs are created; empty is every namespace. The
 	// manager's cache must be restricted to the same (CacheOptions).
