@@ -37,16 +37,16 @@ func runDockerConfig(args []string, stderr io.Writer) int {
 		return scan.ExitUsage
 	}
 	if *from == "" || *out == "" || fs.NArg() > 0 {
-		log.Error("invalid configuration", "err", "--from and --out are required, and nothing else", "exit_code", scan.ExitUsage)
+		log.Error("invalid configuration", "error", "--from and --out are required, and nothing else", "exit_code", scan.ExitUsage)
 		return scan.ExitUsage
 	}
 	cfg, err := dockerconfig.Merge(*from)
 	if err != nil {
-		log.Error("pull secrets invalid", "err", err.Error(), "exit_code", scan.ExitFailure)
+		log.Error("pull secrets invalid", "error", err.Error(), "exit_code", scan.ExitFailure)
 		return scan.ExitFailure
 	}
 	if err := dockerconfig.Write(*out, cfg); err != nil {
-		log.Error("write docker config", "err", err.Error(), "exit_code", scan.ExitFailure)
+		log.Error("write docker config", "error", err.Error(), "exit_code", scan.ExitFailure)
 		return scan.ExitFailure
 	}
 	// Registry names only: never the credentials.

@@ -40,7 +40,7 @@ func run(ctx context.Context, args []string, env func(string) string, stderr io.
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("digest", cfg.Digest, "image", cfg.Image)
 	if err != nil {
-		log.Error("invalid configuration", "err", err.Error(), "exit_code", scan.ExitUsage)
+		log.Error("invalid configuration", "error", err.Error(), "exit_code", scan.ExitUsage)
 		return scan.ExitUsage
 	}
 	code := upload(ctx, cfg, log)
@@ -53,22 +53,22 @@ func run(ctx context.Context, args []string, env func(string) string, stderr io.
 func upload(ctx context.Context, cfg Config, log *slog.Logger) int {
 	report, err := readReport(cfg.BOMFile, cfg.MaxBOMBytes)
 	if err != nil {
-		log.Error("report invalid", "bom_file", cfg.BOMFile, "err", err.Error())
+		log.Error("report invalid", "bom_file", cfg.BOMFile, "error", err.Error())
 		return scan.ExitInvalidReport
 	}
 	token, err := readToken(cfg.TokenFile)
 	if err != nil {
-		log.Error("token unreadable", "token_file", cfg.TokenFile, "err", err.Error())
+		log.Error("token unreadable", "token_file", cfg.TokenFile, "error", err.Error())
 		return scan.ExitTokenInvalid
 	}
 	body, err := gzipBytes(report)
 	if err != nil {
-		log.Error("compress report", "err", err.Error())
+		log.Error("compress report", "error", err.Error())
 		return scan.ExitFailure
 	}
 	endpoint, err := endpointURL(cfg.APIURL, cfg.Digest, cfg.Image)
 	if err != nil {
-		log.Error("invalid configuration", "err", err.Error())
+		log.Error("invalid configuration", "error", err.Error())
 		return scan.ExitUsage
 	}
 	log.Info("uploading report", "bom_file", cfg.BOMFile, "bytes", len(report), "gzip_bytes", len(body),
@@ -93,7 +93,7 @@ func upload(ctx context.Context, cfg Config, log *slog.Logger) int {
 	case errors.Is(err, errRejected):
 		return scan.ExitRejected
 	default:
-		log.Error("upload failed", "err", err.Error(), "elapsed_ms", time.Since(start).Milliseconds())
+		log.Error("upload failed", "error", err.Error(), "elapsed_ms", time.Since(start).Milliseconds())
 		return scan.ExitUnreachable
 	}
 }

@@ -38,7 +38,7 @@ func runProbe(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	if err != nil {
-		log.Error("invalid configuration", "err", err.Error(), "exit_code", scan.ExitUsage)
+		log.Error("invalid configuration", "error", err.Error(), "exit_code", scan.ExitUsage)
 		return scan.ExitUsage
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.deadline)
@@ -51,7 +51,7 @@ func runProbe(ctx context.Context, args []string, stderr io.Writer) int {
 		start := time.Now()
 		attempts, status, err := probeURL(ctx, client, u, cfg.interval)
 		if err != nil {
-			log.Error("probe failed", "url", u, "attempts", attempts, "status", status, "err", err.Error(),
+			log.Error("probe failed", "url", u, "attempts", attempts, "status", status, "error", err.Error(),
 				"elapsed_ms", time.Since(start).Milliseconds())
 			code = scan.ExitUnreachable
 			continue

@@ -69,20 +69,20 @@ func (u *uploader) upload(ctx context.Context, body []byte) error {
 		}
 		last = err
 		if !retry {
-			u.log.Error("upload rejected", "attempt", attempt, "status", status, "duration_ms", ms, "err", err.Error())
+			u.log.Error("upload rejected", "attempt", attempt, "status", status, "duration_ms", ms, "error", err.Error())
 			return fmt.Errorf("%w: %w", errRejected, err)
 		}
 		if attempt == u.maxAttempts {
-			u.log.Warn("upload attempt failed", "attempt", attempt, "status", status, "duration_ms", ms, "err", err.Error())
+			u.log.Warn("upload attempt failed", "attempt", attempt, "status", status, "duration_ms", ms, "error", err.Error())
 			break
 		}
 		delay := u.backoff.delay(attempt)
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < delay {
-			u.log.Warn("upload attempt failed", "attempt", attempt, "status", status, "duration_ms", ms, "err", err.Error())
+			u.log.Warn("upload attempt failed", "attempt", attempt, "status", status, "duration_ms", ms, "error", err.Error())
 			return fmt.Errorf("%w: deadline leaves no time for attempt %d: %w", errUnreachable, attempt+1, last)
 		}
 		u.log.Warn("upload attempt failed, retrying", "attempt", attempt, "status", status, "duration_ms", ms,
-			"retry_in_ms", delay.Milliseconds(), "err", err.Error())
+			"retry_in", delay, "error", err.Error())
 		if err := u.sleep(ctx, delay); err != nil {
 			return fmt.Errorf("%w: %w (last error: %w)", errUnreachable, err, last)
 		}

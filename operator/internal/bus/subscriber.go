@@ -133,7 +133,7 @@ func (c *deletedConsumer) run(ctx context.Context, cc jetstream.ConsumeContext) 
 		var err error
 		if cc, err = c.start(ctx); err != nil && ctx.Err() == nil {
 			c.p.log.Info("could not start the consumer of deleted reports; retrying", "consumer", eventsv1.ConsumerOperatorReportDeleted,
-				"error", err.Error(), "retryIn", wait)
+				"error", err.Error(), "retry_in", wait)
 		}
 	}
 }

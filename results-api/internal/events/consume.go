@@ -112,7 +112,7 @@ func (b *Bus) apply(ctx context.Context, m jetstream.Msg, what string, attrs []a
 		delay := b.redelivery(m)
 		b.o.Metrics.EventsFailed.WithLabelValues(subject, "consume").Inc()
 		b.o.Logger.Warn(what+", will redeliver", append(append([]any{"subject", subject}, attrs...),
-			"retry_in", delay.String(), "error", err)...)
+			"retry_in", delay, "error", err)...)
 		_ = m.NakWithDelay(delay)
 		return false
 	}

@@ -127,7 +127,7 @@ func (b *Bus) publish(ctx context.Context, evs []store.OutboxEvent) (errs []erro
 		m.EventsFailed.WithLabelValues(ev.Subject, "publish").Inc()
 		if n := ev.Attempts + 1; n == 1 || n%10 == 0 {
 			b.o.Logger.Warn("publish event, will retry", "subject", ev.Subject, "digest", ev.Digest, "id", ev.EventID,
-				"attempt", n, "retry_in", b.retryIn(n).String(), "error", err)
+				"attempt", n, "retry_in", b.retryIn(n), "error", err)
 		}
 		if isUnreachable(err) {
 			if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {

@@ -203,13 +203,13 @@ func (r *Reconciler) requeue(ctx context.Context, key types.NamespacedName, out 
 	if out.lookupErr != nil {
 		n := r.lookupFailed(key, true)
 		res.RequeueAfter, why = backoff{base: r.Options.LookupRetry, max: 5 * time.Minute}.delay(n), "lookup"
-		logger.Info("results-api lookup failed; no scan Jobs created", "error", out.lookupErr.Error(), "retryIn", res.RequeueAfter)
+		logger.Info("results-api lookup failed; no scan Jobs created", "error", out.lookupErr.Error(), "retry_in", res.RequeueAfter)
 	} else {
 		r.lookupFailed(key, false)
 	}
 	if out.eventsErr != nil && (res.RequeueAfter == 0 || r.Options.PublishRetry < res.RequeueAfter) {
 		res.RequeueAfter, why = r.Options.PublishRetry, "events"
-		logger.Info("events not delivered; retrying", "error", out.eventsErr.Error(), "retryIn", res.RequeueAfter)
+		logger.Info("events not delivered; retrying", "error", out.eventsErr.Error(), "retry_in", res.RequeueAfter)
 	}
 	if res.RequeueAfter > 0 {
 		timedRequeues.WithLabelValues(why).Inc()
