@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -97,11 +98,15 @@ var (
 // TestBuildNeedsNoInlineCode checks the embedded build, when there is one
 // (make build-web fills dist/), against the policy: index.html has no
 // inline script, style element, style attribute or event handler, which
-// the policy would block.
+// the policy would block. make test-web builds it and runs this test with
+// CROWSNEST_UI_BUILD_REQUIRED=1, where a missing build fails.
 func TestBuildNeedsNoInlineCode(t *testing.T) {
 	index, err := fs.ReadFile(Embedded(), "index.html")
 	if err != nil {
-		t.Skip("no embedded build (run make build-web): ", err)
+		if os.Getenv("CROWSNEST_UI_BUILD_REQUIRED") != "" {
+			t.Fatal("no embedded build, and make test-web built one: ", err)
+		}
+		t.Skip("no embedded build (make test-web builds one and runs this test): ", err)
 	}
 	for name, re := range map[string]*regexp.Regexp{"inline script": inlineScript, "inline style": inlineStyle, "event handler attribute": eventAttr} {
 		if m := re.Find(index); m != nil {
