@@ -525,7 +525,7 @@ type ReportSummary struct {
 	RunningIn *[]RunningWorkload `json:"runningIn,omitempty"`
 	Scan      *ScanStatus        `json:"scan,omitempty"`
 
-	// ScannedAt The BOM's metadata timestamp, or the upload time when absent.
+	// ScannedAt The BOM's metadata timestamp, or the upload time when absent or later (a future timestamp is clamped to the upload time; the PUT response then says so in a Warning header).
 	ScannedAt time.Time `json:"scannedAt"`
 
 	// StoredAt When the server last received this report.

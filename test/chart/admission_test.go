@@ -37,8 +37,7 @@ func TestScanIdentityPolicyOnAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	createNamespaces(ctx, t, admin, ns, apps)
-	applyKinds(ctx, t, release, ns, []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}, "--set", "global.scan.namespaces={"+apps+"}")
+	applyScanPolicies(ctx, t, admin, release, ns, append([]string{"--set", "global.scan.namespaces={" + apps + "}"}, goldenImageArgs...)...)
 
 	// What edit grants a tenant here, given to the tenant, to the Job
 	// controller and garbage collector (their own bootstrap roles are not
@@ -100,11 +99,11 @@ func TestScanIdentityPolicyOnAPIServer(t *testing.T) {
 	}
 
 	// The operator's real scan Job, and its Pod as the Job controller makes it.
-	job, err := operator.BatchV1().Jobs(apps).Create(ctx, scanJob(apps, "scan-1", scanSA, true), metav1.CreateOptions{})
+	job, err := operator.BatchV1().Jobs(apps).Create(ctx, goldenJob(t, "default", apps), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("the operator creates its scan Job: %v", err)
 	}
-	owned := scanPod(apps, "scan-1-abcde", scanSA, &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr.To(true)})
+	owned := scanPod(apps, job.Name+"-abcde", scanSA, &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr.To(true)})
 	pod, err := as(jobController).CoreV1().Pods(apps).Create(ctx, owned, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("the Job controller creates the scan Pod: %v", err)

@@ -69,7 +69,8 @@ var renderCases = []renderCase{
 			"NetworkPolicy/crowsnest-postgres", "NetworkPolicy/team-a/crowsnest-scan",
 			// Two results-api replicas, one at a time disrupted; the scan identity policy.
 			"PodDisruptionBudget/crowsnest-results-api",
-			"ValidatingAdmissionPolicy/crowsnest-scan-identity", "ValidatingAdmissionPolicyBinding/crowsnest-scan-identity"},
+			"ValidatingAdmissionPolicy/crowsnest-scan-identity", "ValidatingAdmissionPolicyBinding/crowsnest-scan-identity",
+			"ValidatingAdmissionPolicy/crowsnest-scan-operator", "ValidatingAdmissionPolicyBinding/crowsnest-scan-operator"},
 		absent: []string{"ServiceMonitor", "PrometheusRule", "Ingress", "Scanner", "ClusterScanner", "ConfigMap",
 			"ClusterRoleBinding/crowsnest-metrics-reader", "Role/crowsnest-system/crowsnest-operator"},
 	},

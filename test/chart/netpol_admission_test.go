@@ -28,16 +28,7 @@ func TestOperatorNetworkPolicyGuardOnAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	createNamespaces(ctx, t, admin, ns, apps)
-	applyKinds(ctx, t, release, ns, []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"},
-		append([]string{"--set", "global.networkPolicy.enabled=true"}, clusterScannerArgs...)...)
-	// The policy is cluster-wide and names this release's operator: it
-	// must not outlive the test (other tests' operators have other names).
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_ = admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, release+"-scan-identity", metav1.DeleteOptions{})
-		_ = admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(ctx, release+"-scan-identity", metav1.DeleteOptions{})
-	})
+	applyScanPolicies(ctx, t, admin, release, ns, append([]string{"--set", "global.networkPolicy.enabled=true"}, clusterScannerArgs...)...)
 	cfg := rest.CopyConfig(apiCfg)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + release + "-operator",
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}

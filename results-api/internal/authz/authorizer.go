@@ -17,10 +17,6 @@ import (
 
 // Defaults for Options fields left zero.
 const (
-	DefaultUploadCacheSize = 4096
-	// DefaultUploadCacheTTL matches the scan token's lifetime
-	// (scan.TokenExpirationSeconds): a Pod's verdict outlives no token.
-	DefaultUploadCacheTTL = 10 * time.Minute
 	DefaultAdminCacheSize = 1024
 	DefaultAdminCacheTTL  = 30 * time.Second
 	DefaultTimeout        = 5 * time.Second
@@ -35,10 +31,6 @@ type Options struct {
 	// as (in their own namespace), e.g. "crowsnest-scan"; empty allows any.
 	ScanServiceAccount string
 
-	// UploadCacheSize and UploadCacheTTL bound the cache of positive upload
-	// verdicts (default DefaultUploadCacheSize, DefaultUploadCacheTTL).
-	UploadCacheSize int
-	UploadCacheTTL  time.Duration
 	// AdminCacheSize and AdminCacheTTL bound the cache of
 	// SubjectAccessReview decisions (default DefaultAdminCacheSize,
 	// DefaultAdminCacheTTL).
@@ -55,9 +47,8 @@ type Authorizer struct {
 	o       Options
 	rematch []string // usernames system:serviceaccount:<ns>:<name>
 
-	uploads *lru.Cache[uploadKey, jobRef]
-	admins  *lru.Cache[string, decision]
-	flight  singleflight.Group
+	admins *lru.Cache[string, decision]
+	flight singleflight.Group
 }
 
 // New returns an Authorizer that reads Pods and Jobs and creates
@@ -84,8 +75,6 @@ func New(client kubernetes.Interface, o Options) (*Authorizer, error) {
 				sa, o.ScanServiceAccount)
 		}
 	}
-	o.UploadCacheSize = positive(o.UploadCacheSize, DefaultUploadCacheSize)
-	o.UploadCacheTTL = positive(o.UploadCacheTTL, DefaultUploadCacheTTL)
 	o.AdminCacheSize = positive(o.AdminCacheSize, DefaultAdminCacheSize)
 	o.AdminCacheTTL = positive(o.AdminCacheTTL, DefaultAdminCacheTTL)
 	o.Timeout = positive(o.Timeout, DefaultTimeout)
@@ -93,7 +82,6 @@ func New(client kubernetes.Interface, o Options) (*Authorizer, error) {
 		client:  client,
 		o:       o,
 		rematch: rematch,
-		uploads: lru.New[uploadKey, jobRef](o.UploadCacheSize, o.UploadCacheTTL, time.Now),
 		admins:  lru.New[string, decision](o.AdminCacheSize, o.AdminCacheTTL, time.Now),
 	}, nil
 }

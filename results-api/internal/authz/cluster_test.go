@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -58,7 +59,10 @@ func (c *cluster) scanJob(name, digest string, opts ...func(*batchv1.Job)) *batc
 			Annotations: map[string]string{scan.AnnotationDigest: digest}},
 		Spec: batchv1.JobSpec{BackoffLimit: ptrTo[int32](0), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever, ServiceAccountName: scanSA,
-			Containers: []corev1.Container{{Name: "uploader", Image: "uploader"}}}}},
+			InitContainers: []corev1.Container{{Name: "grype", Image: "registry.example/grype:v0.121.2",
+				Args: []string{"registry:registry.example/app@" + digest, "--output", "cyclonedx-json=/scan/bom.json"}}},
+			Containers: []corev1.Container{{Name: "uploader", Image: "registry.example/uploader:v0.1.0",
+				Args: []string{"--digest=" + digest, "--bom-file=/scan/bom.json"}}}}}},
 	}
 	for _, o := range opts {
 		o(job)
@@ -68,7 +72,8 @@ func (c *cluster) scanJob(name, digest string, opts ...func(*batchv1.Job)) *batc
 	return job
 }
 
-// pod creates a Pod running as sa in phase, controlled by owner when set.
+// pod creates a Pod running as sa in phase, controlled by owner when set
+// and then running the owner's containers, as the Job controller makes it.
 func (c *cluster) pod(name, sa string, owner *batchv1.Job, phase corev1.PodPhase) *corev1.Pod {
 	c.t.Helper()
 	pod := &corev1.Pod{
@@ -79,6 +84,8 @@ func (c *cluster) pod(name, sa string, owner *batchv1.Job, phase corev1.PodPhase
 	if owner != nil {
 		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job",
 			Name: owner.Name, UID: owner.UID, Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)}}
+		pod.Spec.InitContainers = owner.Spec.Template.Spec.InitContainers
+		pod.Spec.Containers = owner.Spec.Template.Spec.Containers
 	}
 	pod, err := c.admin.CoreV1().Pods(c.ns).Create(c.ctx, pod, metav1.CreateOptions{})
 	must(c.t, err)
@@ -88,6 +95,14 @@ func (c *cluster) pod(name, sa string, owner *batchv1.Job, phase corev1.PodPhase
 		must(c.t, err)
 	}
 	return pod
+}
+
+// patchPod applies a strategic merge patch to the Pod as an admin (no
+// admission policy is installed here).
+func (c *cluster) patchPod(name, patch string) {
+	c.t.Helper()
+	_, err := c.admin.CoreV1().Pods(c.ns).Patch(c.ctx, name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+	must(c.t, err)
 }
 
 // token mints a token of sa for the results-api audience with the

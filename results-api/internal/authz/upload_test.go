@@ -38,10 +38,10 @@ func TestUploadOnlyFromTheDigestsScanPod(t *testing.T) {
 
 	t.Run("scan pod uploads its digest", func(t *testing.T) {
 		allow(t, az, scanA, dA)
-		allow(t, az, scanA, dA) // cached: the Pod is not fetched again, the Job is
+		allow(t, az, scanA, dA) // not cached: the Pod may have changed since
 		pods, jobs := l.count("GET /api/v1/namespaces/scans/pods/scan-a-x1"), l.count("GET /apis/batch/v1/namespaces/scans/jobs/scan-a")
-		if pods != 1 || jobs != 2 {
-			t.Errorf("two uploads made %d pod and %d job GETs, want 1 and 2", pods, jobs)
+		if pods != 2 || jobs != 2 {
+			t.Errorf("two uploads made %d pod and %d job GETs, want 2 and 2", pods, jobs)
 		}
 	})
 	t.Run("scan pod uploads another digest", func(t *testing.T) {
@@ -102,7 +102,7 @@ func TestUploadOnlyFromTheDigestsScanPod(t *testing.T) {
 		job := c.scanJob("scan-d", dD)
 		// Pending: the kubelet may not have reported Running yet.
 		id := c.identity(c.token(scanSA, c.pod("scan-d-x1", scanSA, job, corev1.PodPending)))
-		allow(t, az, id, dD) // and cached
+		allow(t, az, id, dD)
 		c.finish(job)
 		refuse(t, az, id, dD, "has finished (")
 	})
@@ -111,7 +111,7 @@ func TestUploadOnlyFromTheDigestsScanPod(t *testing.T) {
 		job := c.scanJob("scan-g", dG)
 		pod := c.pod("scan-g-x1", scanSA, job, corev1.PodRunning)
 		id := c.identity(c.token(scanSA, pod))
-		allow(t, az, id, dG) // and cached: the Pod is not fetched again
+		allow(t, az, id, dG)
 		// The Job controller's first step once the Pod ends: the Pod in
 		// uncountedTerminatedPods, no count, no condition.
 		job, err := c.admin.BatchV1().Jobs(c.ns).Get(c.ctx, job.Name, metav1.GetOptions{})
@@ -122,6 +122,40 @@ func TestUploadOnlyFromTheDigestsScanPod(t *testing.T) {
 		_, err = c.admin.BatchV1().Jobs(c.ns).UpdateStatus(c.ctx, job, metav1.UpdateOptions{})
 		must(t, err)
 		refuse(t, az, id, dG, "has finished (PodTerminated)")
+	})
+	t.Run("tenant swaps the uploader image of the running scan pod", func(t *testing.T) {
+		// What a tenant with edit could patch where the chart's admission
+		// policy is not installed: a container's image is mutable.
+		dH := digest('1')
+		job := c.scanJob("scan-h", dH)
+		pod := c.pod("scan-h-x1", scanSA, job, corev1.PodRunning)
+		id := c.identity(c.token(scanSA, pod))
+		allow(t, az, id, dH) // the real uploader (its upload failed and it retries)
+		c.patchPod(pod.Name, `{"spec":{"containers":[{"name":"uploader","image":"registry.example/mallory/uploader:evil"}]}}`)
+		refuse(t, az, id, dH, `does not run what its Job scan-h scheduled: its container "uploader" runs image "registry.example/mallory/uploader:evil"`)
+	})
+	t.Run("tenant swaps the grype image before the upload", func(t *testing.T) {
+		dI := digest('2')
+		job := c.scanJob("scan-i", dI)
+		pod := c.pod("scan-i-x1", scanSA, job, corev1.PodPending)
+		c.patchPod(pod.Name, `{"spec":{"initContainers":[{"name":"grype","image":"registry.example/mallory/grype:clean"}]}}`)
+		refuse(t, az, c.identity(c.token(scanSA, pod)), dI, `its init container "grype" runs image`)
+	})
+	t.Run("debug container in the scan pod", func(t *testing.T) {
+		dJ := digest('3')
+		job := c.scanJob("scan-j", dJ)
+		pod := c.pod("scan-j-x1", scanSA, job, corev1.PodRunning)
+		pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox"}}}
+		_, err := c.admin.CoreV1().Pods(c.ns).UpdateEphemeralContainers(c.ctx, pod.Name, pod, metav1.UpdateOptions{})
+		must(t, err)
+		refuse(t, az, c.identity(c.token(scanSA, pod)), dJ, "it has 1 ephemeral container(s) (debug)")
+	})
+	t.Run("pod pinned by digest by a mutating webhook", func(t *testing.T) {
+		dK := digest('4')
+		job := c.scanJob("scan-k", dK)
+		pod := c.pod("scan-k-x1", scanSA, job, corev1.PodRunning)
+		c.patchPod(pod.Name, `{"spec":{"containers":[{"name":"uploader","image":"registry.example/uploader:v0.1.0@`+digest('9')+`"}]}}`)
+		allow(t, az, c.identity(c.token(scanSA, pod)), dK)
 	})
 	t.Run("pod terminated", func(t *testing.T) {
 		dE := digest('e')

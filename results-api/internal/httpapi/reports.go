@@ -70,6 +70,10 @@ func (s *Server) putReport(w http.ResponseWriter, r *http.Request) {
 	if scopeOf(r) == authz.Rematch {
 		rep.Cause = report.CauseRematch // the store decides scan or rescan otherwise
 	}
+	for _, warning := range rep.Warnings {
+		s.cfg.Logger.WarnContext(r.Context(), "report upload", "digest", digest, "warning", warning)
+		w.Header().Add("Warning", `299 - `+strconv.Quote(warning))
+	}
 	res, err := s.cfg.Store.PutReport(r.Context(), rep)
 	if err != nil {
 		writeError(w, r, err)

@@ -194,3 +194,37 @@ func TestParseMaxFindings(t *testing.T) {
 		t.Fatalf("7 findings, cap 7: %v", err)
 	}
 }
+
+// Plays an uploader that claims its scan ran in 2099: scannedAt is what the
+// operator's rescan decision reads, so a future one would keep the report
+// fresh for ever. It is clamped to the upload time, and said so when the
+// timestamp is further ahead than a clock difference.
+func TestParseClampsFutureTimestamp(t *testing.T) {
+	at := func(ts string) []byte {
+		return bytes.Replace(constructedBOM(), []byte(`"2026-11-01T10:00:00Z"`), []byte(`"`+ts+`"`), 1)
+	}
+	for name, tc := range map[string]struct {
+		timestamp string
+		want      time.Time
+		warned    bool
+	}{
+		"in 2099":                   {"2099-12-31T23:59:59Z", opts.Now, true},
+		"an hour ahead":             {"2026-11-02T01:00:00Z", opts.Now, true},
+		"a minute ahead (clock)":    {"2026-11-02T00:01:00Z", opts.Now, false},
+		"a day before the upload":   {"2026-11-01T00:00:00Z", time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), false},
+		"ahead in another timezone": {"2026-11-02T02:00:00+01:00", opts.Now, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, err := ingest.Parse(at(tc.timestamp), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.ScannedAt.Equal(tc.want) {
+				t.Errorf("scannedAt = %v, want %v", r.ScannedAt, tc.want)
+			}
+			if warned := len(r.Warnings) == 1 && strings.Contains(r.Warnings[0], "ahead of the upload time"); warned != tc.warned || (!tc.warned && len(r.Warnings) > 0) {
+				t.Errorf("warnings = %q, want a clamp warning: %v", r.Warnings, tc.warned)
+			}
+		})
+	}
+}

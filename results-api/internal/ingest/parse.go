@@ -17,11 +17,19 @@ import (
 type Options struct {
 	Digest string    // sha256:<64 hex>, already validated
 	Image  string    // repository@sha256:..., may be empty
-	Now    time.Time // upload time; scannedAt when the BOM has no timestamp
+	Now    time.Time // upload time; scannedAt when the BOM has no timestamp or one after it
 	// MaxFindings refuses a BOM with more findings (ErrTooManyFindings);
 	// zero means DefaultMaxFindings.
 	MaxFindings int
+	// ClockSkew is how far ahead of Now a BOM's timestamp may be before
+	// the clamp is reported (Report.Warnings); zero means DefaultClockSkew.
+	ClockSkew time.Duration
 }
+
+// DefaultClockSkew is the tolerated difference between the scan Pod's
+// clock and results-api's: a timestamp up to this far ahead is a clock
+// difference, clamped silently; further ahead, the clamp is reported.
+const DefaultClockSkew = 5 * time.Minute
 
 // DefaultMaxFindings is the default cap on findings per report: Grype's
 // output for the largest images seen holds a few thousand.
@@ -50,6 +58,7 @@ func Parse(raw []byte, o Options) (*report.Report, error) {
 	r.ScannedAt = o.Now.UTC()
 	r.StoredAt = o.Now.UTC()
 	readMetadata(&bom, r)
+	clampScannedAt(r, o)
 
 	if o.MaxFindings <= 0 {
 		o.MaxFindings = DefaultMaxFindings
@@ -82,6 +91,27 @@ func Parse(raw []byte, o Options) (*report.Report, error) {
 	}
 	r.Findings = len(r.FindingList)
 	return r, nil
+}
+
+// clampScannedAt keeps scannedAt at or before the upload time. The BOM's
+// timestamp is whatever the uploader wrote: one in the future (2099) would
+// make the report look fresh for ever, and the operator, which rescans a
+// digest when its report's scannedAt is older than the rescan interval,
+// would never rescan it.
+func clampScannedAt(r *report.Report, o Options) {
+	now := o.Now.UTC()
+	if !r.ScannedAt.After(now) {
+		return
+	}
+	skew := o.ClockSkew
+	if skew <= 0 {
+		skew = DefaultClockSkew
+	}
+	if ahead := r.ScannedAt.Sub(now); ahead > skew {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("metadata.timestamp %s is %s ahead of the upload time (more than the %s clock skew "+
+			"tolerated): scannedAt is the upload time %s", r.ScannedAt.Format(time.RFC3339), ahead.Round(time.Second), skew, now.Format(time.RFC3339)))
+	}
+	r.ScannedAt = now
 }
 
 func readMetadata(bom *cdx.BOM, r *report.Report) {

@@ -174,6 +174,9 @@ type Report struct {
 	Summary
 	FindingList []Finding
 	Raw         []byte
+	// Warnings are ingest's notes about the upload for the uploader (such
+	// as a BOM timestamp in the future, clamped); they are not stored.
+	Warnings []string
 }
 
 // ScanState is where a digest's scan stands.

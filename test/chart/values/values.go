@@ -85,9 +85,10 @@ type Scan struct {
 // ValidatingAdmissionPolicy on who may create scan Jobs, scan Pods and
 // tokens of the scan ServiceAccount.
 type ScanAdmissionPolicy struct {
-	Enabled            bool     `json:"enabled" jsonschema:"description=Install the ValidatingAdmissionPolicy <release>-scan-identity (admissionregistration.k8s.io/v1; Kubernetes 1.30+): only the operator creates or changes scan Jobs; only the Job controller creates Pods that run as the scan ServiceAccount; only kubelets request its tokens"`
+	Enabled            bool     `json:"enabled" jsonschema:"description=Install the ValidatingAdmissionPolicy <release>-scan-identity (admissionregistration.k8s.io/v1; Kubernetes 1.30+): only the operator creates or changes scan Jobs; only the Job controller creates Pods that run as the scan ServiceAccount and nobody changes or execs into them; only kubelets request its tokens; and <release>-scan-operator: the operator's Jobs are scan Jobs (scan ServiceAccount and images and the restricted security context) and it writes only the scan ServiceAccount"`
 	JobControllerUsers []string `json:"jobControllerUsers" jsonschema:"description=Users the Job controller acts as when it creates a Job's Pods: system:serviceaccount:kube-system:job-controller with --use-service-account-credentials (kubeadm and most managed clusters); system:kube-controller-manager without,minItems=1,uniqueItems=true"`
 	KubeletGroups      []string `json:"kubeletGroups" jsonschema:"description=Groups that may request tokens of the scan ServiceAccount (the kubelet mounting the scan Pod's projected token),minItems=1,uniqueItems=true"`
+	ExtraScanImages    []string `json:"extraScanImages" jsonschema:"description=Images the operator's scan Jobs may run besides operator.uploaderImage and operator.grypeImage (every Scanner's spec.grypeImage); an entry ending in * allows every image starting with the rest (registry.example/grype:*),uniqueItems=true,pattern=^[^*\\s]+[*]?$"`
 }
 
 // ExternalNATS points at a NATS server when the bundled one is disabled, and

@@ -513,7 +513,7 @@ export interface components {
             image: string;
             /**
              * Format: date-time
-             * @description The BOM's metadata timestamp, or the upload time when absent.
+             * @description The BOM's metadata timestamp, or the upload time when absent or later (a future timestamp is clamped to the upload time; the PUT response then says so in a Warning header).
              */
             scannedAt: string;
             /**
