@@ -46,6 +46,10 @@ type Config struct {
 	// SeparateMetrics leaves /metrics out of Handler; the caller serves
 	// Metrics.Handler() on a listener of its own.
 	SeparateMetrics bool
+	// Scrapers, when set, decides who may get /metrics, on Handler and on
+	// MetricsHandler (the binary's --metrics-auth=kubernetes); nil serves
+	// metrics to anyone.
+	Scrapers httpapi.MetricsAuthorizer
 	MaxBOMBytes     int64
 	// Limits bound request time and the memory of uploads and downloads.
 	Limits httpapi.Limits
@@ -97,6 +101,9 @@ type Service struct {
 	Hub     *hub.Hub
 	Bus     *events.Bus
 	Metrics *metrics.Metrics
+	// MetricsHandler serves Metrics behind Config.Scrapers, for a listener
+	// of its own (Config.SeparateMetrics).
+	MetricsHandler http.Handler
 
 	stopRetention context.CancelFunc
 	retention     sync.WaitGroup
@@ -182,10 +189,11 @@ func New(ctx context.Context, c Config) (*Service, error) {
 			Scopes: scopes, Proxy: c.Reads.Proxy, Now: c.Reads.Now}
 	}
 	api := httpapi.New(httpapi.Config{
-		Reads: reads, ReadRecheck: recheck, Store: st, Hub: h, Notifier: triggering{bus, vulns}, Auth: auth, Metrics: m, NoMetrics: c.SeparateMetrics, MaxBOMBytes: c.MaxBOMBytes, Limits: c.Limits, UI: c.UI, Logger: c.Logger,
+		Reads: reads, ReadRecheck: recheck, Store: st, Hub: h, Notifier: triggering{bus, vulns}, Auth: auth, Metrics: m, NoMetrics: c.SeparateMetrics, Scrapers: c.Scrapers, MaxBOMBytes: c.MaxBOMBytes, Limits: c.Limits, UI: c.UI, Logger: c.Logger,
 		Checks: checks(st, bus, c.NATSURL != ""),
 	})
-	svc := &Service{Handler: api.Handler(), Store: st, Hub: h, Bus: bus, Metrics: m, stopRetention: func() {}, stopVulns: func() {}}
+	svc := &Service{Handler: api.Handler(), Store: st, Hub: h, Bus: bus, Metrics: m, MetricsHandler: httpapi.ProtectMetrics(m.Handler(), c.Scrapers),
+		stopRetention: func() {}, stopVulns: func() {}}
 	if vulns != nil {
 		vctx, cancel := context.WithCancel(ctx)
 		svc.stopVulns = cancel
