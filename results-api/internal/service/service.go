@@ -49,8 +49,8 @@ type Config struct {
 	// Scrapers, when set, decides who may get /metrics, on Handler and on
 	// MetricsHandler (the binary's --metrics-auth=kubernetes); nil serves
 	// metrics to anyone.
-	Scrapers httpapi.MetricsAuthorizer
-	MaxBOMBytes     int64
+	Scrapers    httpapi.MetricsAuthorizer
+	MaxBOMBytes int64
 	// Limits bound request time and the memory of uploads and downloads.
 	Limits httpapi.Limits
 	// StatementTimeout is Postgres' statement_timeout (0: the store's default).
