@@ -41,7 +41,7 @@ type options struct {
 	origins, authMode, audience, allowedSAs                      string
 	kubeconfig, rematchSAs, scanSA                               string
 	readAuth, proxyUser, proxyGroups, proxyCIDRs                 string
-	metricsAuth                                                  string
+	metricsAuth, readNamespaces                                  string
 	verifyTokens                                                 bool
 	tlsCertFile, tlsKeyFile                                      string
 	maxBOMBytes                                                  int64
@@ -89,6 +89,7 @@ func bindFlags(fs *flag.FlagSet, o *options, getenv func(string) string) {
 	fs.BoolVar(&o.verifyTokens, "verify-token-signatures", envBool(env("CROWSNEST_VERIFY_TOKEN_SIGNATURES", ""), true), "verify service-account tokens' signatures, issuer, audience and expiry locally against the API server's issuer keys (its OIDC discovery, "+authn.JWKSPath+") before any TokenReview, so forged tokens never reach it; turn off only where results-api cannot read those keys (env CROWSNEST_VERIFY_TOKEN_SIGNATURES)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", env("CROWSNEST_KUBECONFIG", ""), "kubeconfig for TokenReview; empty uses the in-cluster config (env CROWSNEST_KUBECONFIG)")
 	fs.StringVar(&o.readAuth, "read-auth", env("CROWSNEST_READ_AUTH", "kubernetes"), "how reads are authorized: kubernetes (a bearer token for --token-audience verified by TokenReview, or --auth-proxy-* headers; SubjectAccessReview list on reports.crowsnest.dev, cluster-wide or per namespace) or open (anyone reads everything) (env CROWSNEST_READ_AUTH)")
+	fs.StringVar(&o.readNamespaces, "read-auth-namespaces", env("CROWSNEST_READ_AUTH_NAMESPACES", "rbac"), "which namespaces --read-auth=kubernetes reviews (SubjectAccessReview) for a reader who may not list reports cluster-wide: rbac (only those where a RoleBinding names the reader, its groups or its ServiceAccount, from a watch of RoleBindings; needs list and watch on rolebindings) or all (every namespace of the inventory, one review each: for clusters where an authorizer other than RBAC grants reads) (env CROWSNEST_READ_AUTH_NAMESPACES)")
 	fs.StringVar(&o.metricsAuth, "metrics-auth", env("CROWSNEST_METRICS_AUTH", ""), "who may get /metrics, whose vulnerability metrics name every namespace: kubernetes (a bearer token checked by TokenReview for the API server's audiences, and a SubjectAccessReview for get on the non-resource URL /metrics, as the operator's; --metrics-listen then serves HTTPS, with --tls-cert-file's certificate or a self-signed one) or open; empty: as --read-auth (env CROWSNEST_METRICS_AUTH)")
 	fs.StringVar(&o.proxyUser, "auth-proxy-user-header", env("CROWSNEST_AUTH_PROXY_USER_HEADER", ""), "header holding the user an authenticating proxy vouches for (e.g. X-Remote-User); believed only from --auth-proxy-trusted-cidrs (env CROWSNEST_AUTH_PROXY_USER_HEADER)")
 	fs.StringVar(&o.proxyGroups, "auth-proxy-groups-header", env("CROWSNEST_AUTH_PROXY_GROUPS_HEADER", ""), "header holding the user's groups, comma-separated or repeated (e.g. X-Remote-Group) (env CROWSNEST_AUTH_PROXY_GROUPS_HEADER)")
