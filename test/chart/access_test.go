@@ -173,7 +173,7 @@ func TestRBACOnAPIServer(t *testing.T) {
 		{bob, "", "list", crowsnest, reports, true},
 		{ci, "", "create", crowsnest, reports, true},
 		{ci, "", "delete", crowsnest, reports, true},
-		// results-api: reviews, and one scan Pod and Job by name; nothing more.
+		// results-api: reviews, RoleBindings, and one scan Pod and Job by name; nothing more.
 		{api, "", "create", "authentication.k8s.io", "tokenreviews", true},
 		{api, "", "create", "authorization.k8s.io", "subjectaccessreviews", true},
 		{api, apps, "get", "", "pods", true},
@@ -187,6 +187,12 @@ func TestRBACOnAPIServer(t *testing.T) {
 		{api, apps, "get", "", "secrets", false},
 		{api, apps, "get", "", "configmaps", false},
 		{api, "", "create", crowsnest, reports, false}, // results-api is no admin itself
+		// ... and watches RoleBindings (which namespaces to review a reader in), never changes them.
+		{api, "", "watch", "rbac.authorization.k8s.io", "rolebindings", true},
+		{api, apps, "list", "rbac.authorization.k8s.io", "rolebindings", true},
+		{api, apps, "create", "rbac.authorization.k8s.io", "rolebindings", false},
+		{api, "", "list", "rbac.authorization.k8s.io", "clusterrolebindings", false},
+		{api, "", "list", "rbac.authorization.k8s.io", "clusterroles", false},
 		// The scan Pods' ServiceAccount holds nothing at all.
 		{scan, apps, "get", "", "pods", false},
 		{scan, apps, "list", crowsnest, reports, false},

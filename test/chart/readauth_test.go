@@ -19,14 +19,16 @@ func TestReadAuthValues(t *testing.T) {
 		args      []string
 		want, not []string
 	}{
-		{"default", scanTeamA, []string{"--read-auth=kubernetes", "--token-audience=crowsnest-results-api", "--report-retention=720h"}, []string{"--auth-proxy-user-header"}},
+		{"default", scanTeamA, []string{"--read-auth=kubernetes", "--token-audience=crowsnest-results-api", "--report-retention=720h",
+			"--read-auth-namespaces=rbac", "--metrics-auth=kubernetes"}, []string{"--auth-proxy-user-header"}},
+		{"every namespace reviewed", withScan("--set", "resultsApi.readAuth.namespaces=all"), []string{"--read-auth-namespaces=all"}, nil},
 		{"static writes still check read tokens", withScan("--set", "resultsApi.auth.mode=static"),
 			[]string{"--read-auth=kubernetes", "--token-audience=crowsnest-results-api"}, nil},
 		{"authenticating proxy sidecar", withScan("--set", "resultsApi.readAuth.proxy.userHeader=X-Forwarded-User",
 			"--set", "resultsApi.readAuth.proxy.groupsHeader=X-Forwarded-Groups", "--set", "resultsApi.readAuth.proxy.trustedCIDRs={127.0.0.1/32}"),
 			[]string{"--auth-proxy-user-header=X-Forwarded-User", "--auth-proxy-groups-header=X-Forwarded-Groups", "--auth-proxy-trusted-cidrs=127.0.0.1/32"}, nil},
 		{"open reads", withScan("--set", "resultsApi.readAuth.mode=open", "--set", "resultsApi.reportRetention=0s"),
-			[]string{"--read-auth=open", "--report-retention=0s"}, []string{"--read-auth=kubernetes"}},
+			[]string{"--read-auth=open", "--report-retention=0s", "--metrics-auth=open"}, []string{"--read-auth=kubernetes", "--read-auth-namespaces"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs, err := Template(ctx, repoRoot, releaseNS, tc.args...)

@@ -93,7 +93,7 @@ func checkAPIServesTLS(t *testing.T, p PodTemplate, secret string) {
 	if !slices.Contains(c.VolumeMounts, corev1.VolumeMount{Name: "tls", MountPath: "/var/run/secrets/crowsnest/tls", ReadOnly: true}) {
 		t.Errorf("results-api mounts %+v, want tls read-only at /var/run/secrets/crowsnest/tls", c.VolumeMounts)
 	}
-	// The API on https; /metrics alone on its own plain port (--metrics-listen).
+	// The API on https; /metrics alone on its own port (--metrics-listen).
 	if len(c.Ports) != 2 || c.Ports[0].Name != "https" || c.Ports[0].ContainerPort != 8080 || c.Ports[1].Name != "metrics" {
 		t.Errorf("results-api ports %+v, want https 8080 and metrics", c.Ports)
 	}
@@ -147,6 +147,13 @@ func checkAPIService(t *testing.T, objs []*unstructured.Unstructured) {
 	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
 	if ep := eps[0].(map[string]any); len(eps) != 1 || ep["port"] != "metrics" {
 		t.Errorf("results-api ServiceMonitor endpoints %v, want the metrics port", eps)
+	}
+	// ... over HTTPS with Prometheus's token (readAuth kubernetes: only
+	// tokens allowed get /metrics), verifying the Secret's CA.
+	ep := eps[0].(map[string]any)
+	ca, _, _ := unstructured.NestedString(ep, "tlsConfig", "ca", "secret", "key")
+	if ep["scheme"] != "https" || ep["bearerTokenFile"] != "/var/run/secrets/kubernetes.io/serviceaccount/token" || ca != "ca.crt" {
+		t.Errorf("results-api ServiceMonitor endpoint %v, want https with the bearer token file and the Secret's ca.crt", ep)
 	}
 }
 

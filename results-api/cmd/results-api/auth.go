@@ -115,6 +115,13 @@ func readAuth(o *options, gate *authz.Gate, keys *issuerKeys) (*service.ReadAuth
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	ra := &service.ReadAuth{Reviewer: reviewer, Audience: o.audience, Client: kc}
+	switch o.readNamespaces {
+	case "rbac":
+	case "all":
+		ra.AllNamespaces = true
+	default:
+		return nil, fmt.Errorf("--read-auth-namespaces %q: want rbac or all", o.readNamespaces)
+	}
 	if gate != nil {
 		ra.Writers = gate.Authz
 	}

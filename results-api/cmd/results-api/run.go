@@ -41,6 +41,7 @@ type options struct {
 	origins, authMode, audience, allowedSAs                      string
 	kubeconfig, rematchSAs, scanSA                               string
 	readAuth, proxyUser, proxyGroups, proxyCIDRs                 string
+	metricsAuth, readNamespaces                                  string
 	verifyTokens                                                 bool
 	tlsCertFile, tlsKeyFile                                      string
 	maxBOMBytes                                                  int64
@@ -88,6 +89,8 @@ func bindFlags(fs *flag.FlagSet, o *options, getenv func(string) string) {
 	fs.BoolVar(&o.verifyTokens, "verify-token-signatures", envBool(env("CROWSNEST_VERIFY_TOKEN_SIGNATURES", ""), true), "verify service-account tokens' signatures, issuer, audience and expiry locally against the API server's issuer keys (its OIDC discovery, "+authn.JWKSPath+") before any TokenReview, so forged tokens never reach it; turn off only where results-api cannot read those keys (env CROWSNEST_VERIFY_TOKEN_SIGNATURES)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", env("CROWSNEST_KUBECONFIG", ""), "kubeconfig for TokenReview; empty uses the in-cluster config (env CROWSNEST_KUBECONFIG)")
 	fs.StringVar(&o.readAuth, "read-auth", env("CROWSNEST_READ_AUTH", "kubernetes"), "how reads are authorized: kubernetes (a bearer token for --token-audience verified by TokenReview, or --auth-proxy-* headers; SubjectAccessReview list on reports.crowsnest.dev, cluster-wide or per namespace) or open (anyone reads everything) (env CROWSNEST_READ_AUTH)")
+	fs.StringVar(&o.readNamespaces, "read-auth-namespaces", env("CROWSNEST_READ_AUTH_NAMESPACES", "rbac"), "which namespaces --read-auth=kubernetes reviews (SubjectAccessReview) for a reader who may not list reports cluster-wide: rbac (only those where a RoleBinding names the reader, its groups or its ServiceAccount, from a watch of RoleBindings; needs list and watch on rolebindings) or all (every namespace of the inventory, one review each: for clusters where an authorizer other than RBAC grants reads) (env CROWSNEST_READ_AUTH_NAMESPACES)")
+	fs.StringVar(&o.metricsAuth, "metrics-auth", env("CROWSNEST_METRICS_AUTH", ""), "who may get /metrics, whose vulnerability metrics name every namespace: kubernetes (a bearer token checked by TokenReview for the API server's audiences, and a SubjectAccessReview for get on the non-resource URL /metrics, as the operator's; --metrics-listen then serves HTTPS, with --tls-cert-file's certificate or a self-signed one) or open; empty: as --read-auth (env CROWSNEST_METRICS_AUTH)")
 	fs.StringVar(&o.proxyUser, "auth-proxy-user-header", env("CROWSNEST_AUTH_PROXY_USER_HEADER", ""), "header holding the user an authenticating proxy vouches for (e.g. X-Remote-User); believed only from --auth-proxy-trusted-cidrs (env CROWSNEST_AUTH_PROXY_USER_HEADER)")
 	fs.StringVar(&o.proxyGroups, "auth-proxy-groups-header", env("CROWSNEST_AUTH_PROXY_GROUPS_HEADER", ""), "header holding the user's groups, comma-separated or repeated (e.g. X-Remote-Group) (env CROWSNEST_AUTH_PROXY_GROUPS_HEADER)")
 	fs.StringVar(&o.proxyCIDRs, "auth-proxy-trusted-cidrs", env("CROWSNEST_AUTH_PROXY_TRUSTED_CIDRS", ""), "comma-separated CIDRs the authenticating proxy connects from (e.g. 127.0.0.1/32 for a sidecar); identity headers from any other peer are ignored (env CROWSNEST_AUTH_PROXY_TRUSTED_CIDRS)")
@@ -283,6 +286,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	default:
 		return fmt.Errorf("--read-auth %q: want kubernetes or open", o.readAuth)
 	}
+	switch metricsAuthMode(o) {
+	case "open":
+		if o.readAuth != "open" {
+			log.Warn("--metrics-auth=open: anyone who reaches /metrics learns every namespace's vulnerability counts")
+		}
+	case "kubernetes":
+		if cfg.Scrapers, err = metricsAuth(o, keys); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--metrics-auth %q: want kubernetes or open", o.metricsAuth)
+	}
 	var certs *certReloader
 	if o.tlsCertFile != "" {
 		if certs, err = newCertReloader(o.tlsCertFile, o.tlsKeyFile, log); err != nil {
@@ -315,16 +330,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		go func() { errc <- srv.Serve(ln) }()
 	}
 	if o.metricsListen != "" {
-		mln, err := net.Listen("tcp", o.metricsListen)
+		msrv, err := serveMetrics(o.metricsListen, svc.MetricsHandler, cfg.Scrapers != nil, certs, log, errc)
 		if err != nil {
-			return fmt.Errorf("metrics listen: %w", err)
+			_ = srv.Close()
+			return err
 		}
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", svc.Metrics.Handler())
-		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-		go func() { errc <- msrv.Serve(mln) }()
 		defer msrv.Close()
-		log.Info("serving metrics", "addr", mln.Addr().String())
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "tls", certs != nil, "events", o.natsURL != "", "max_bom_bytes", o.maxBOMBytes,
 		"ingest_memory_bytes", o.limits.IngestMemory, "read_memory_bytes", o.limits.ReadMemory, "max_findings", o.limits.MaxFindings)

@@ -71,7 +71,7 @@ func TestFlagsEnvDefaults(t *testing.T) {
 		"CROWSNEST_INGEST_MEMORY_BYTES": "1000", "CROWSNEST_READ_MEMORY_BYTES": "2000", "CROWSNEST_MEMORY_WAIT": "4s",
 		"CROWSNEST_MAX_FINDINGS": "7", "CROWSNEST_STATEMENT_TIMEOUT": "2s", "CROWSNEST_MAX_WEBSOCKET_CLIENTS": "50",
 		"CROWSNEST_MAX_WEBSOCKET_CLIENTS_PER_IP": "5", "CROWSNEST_VULN_METRICS_INTERVAL": "0s", "CROWSNEST_VULN_METRICS_MAX_NAMESPACES": "9",
-		"CROWSNEST_VERIFY_TOKEN_SIGNATURES": "false",
+		"CROWSNEST_VERIFY_TOKEN_SIGNATURES": "false", "CROWSNEST_METRICS_AUTH": "open", "CROWSNEST_READ_AUTH_NAMESPACES": "all",
 	}
 	o, err := parseFlags(nil, envMap(env), io.Discard)
 	if err != nil {
@@ -83,7 +83,8 @@ func TestFlagsEnvDefaults(t *testing.T) {
 		authMode: "static", audience: "crowsnest-results-api", readAuth: "kubernetes", reportRetention: 720 * time.Hour,
 		limits: httpapi.Limits{RequestTimeout: 11 * time.Second, UploadTimeout: 12 * time.Second, DownloadTimeout: 13 * time.Second,
 			IngestMemory: 1000, ReadMemory: 2000, MemoryWait: 4 * time.Second, MaxFindings: 7},
-		statementTimeout: 2 * time.Second, maxWSClients: 50, maxWSClientsPerIP: 5, vulnMaxNamespaces: 9}
+		statementTimeout: 2 * time.Second, maxWSClients: 50, maxWSClientsPerIP: 5, vulnMaxNamespaces: 9,
+		metricsAuth: "open", readNamespaces: "all"}
 	if *o != want {
 		t.Fatalf("env defaults:\n got %+v\nwant %+v", *o, want)
 	}
@@ -364,8 +365,11 @@ func TestReadAuthFlags(t *testing.T) {
 	env := map[string]string{"CROWSNEST_DATABASE_URL": "postgres://127.0.0.1:1/none"}
 	kc := writeKubeconfig(t)
 	for args, want := range map[string]string{
-		"--read-auth=bogus":         "want kubernetes or open",
-		"--kubeconfig=/nonexistent": "kubernetes config for tokenreview",
+		"--read-auth=bogus": "want kubernetes or open",
+		"--read-auth-namespaces=some --kubeconfig=" + kc:                                                   "want rbac or all",
+		"--read-auth=open --metrics-auth=bogus":                                                            "want kubernetes or open",
+		"--read-auth=open --metrics-auth=kubernetes --kubeconfig=/nonexistent":                             "kubernetes config for tokenreview",
+		"--kubeconfig=/nonexistent":                                                                        "kubernetes config for tokenreview",
 		"--auth-proxy-user-header=X-Remote-User --kubeconfig=" + kc:                                        "needs --auth-proxy-trusted-cidrs",
 		"--auth-proxy-user-header=X-Remote-User --auth-proxy-trusted-cidrs=10.0.0.0/33 --kubeconfig=" + kc: "--auth-proxy-trusted-cidrs",
 	} {

@@ -26,7 +26,13 @@ const DefaultAudience = "crowsnest-results-api"
 
 // Options configure a TokenReviewer.
 type Options struct {
-	Audience string // default DefaultAudience
+	Audience string // default DefaultAudience, unless APIServerAudience
+	// APIServerAudience reviews tokens for the API server's own audiences
+	// instead of Audience (TokenReview without spec.audiences), as
+	// controller-runtime's metrics filter does: what a scraper such as
+	// Prometheus presents is its ServiceAccount's ordinary token. Keys then
+	// checks signature, issuer and expiry, and TokenReview the audience.
+	APIServerAudience bool
 	// Allowed lists service accounts as "namespace/name"; name "*" allows
 	// every service account of the namespace, namespace "*" the named
 	// service account in every namespace (a ClusterScanner's scan Pods, in
@@ -81,7 +87,10 @@ func New(cfg *rest.Config, o Options) (*TokenReviewer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenreview client: %w", err)
 	}
-	if o.Audience == "" {
+	switch {
+	case o.APIServerAudience && o.Audience != "":
+		return nil, fmt.Errorf("tokenreview: audience %q and the API server's audiences exclude each other", o.Audience)
+	case o.Audience == "" && !o.APIServerAudience:
 		o.Audience = DefaultAudience
 	}
 	if o.Timeout <= 0 {
@@ -180,13 +189,17 @@ func (t *TokenReviewer) Review(ctx context.Context, token string) (authv1.UserIn
 }
 
 func (t *TokenReviewer) review(ctx context.Context, token string) (authv1.UserInfo, error) {
-	tr, err := t.client.Create(ctx, &authv1.TokenReview{Spec: authv1.TokenReviewSpec{
-		Token: token, Audiences: []string{t.o.Audience}}}, metav1.CreateOptions{})
+	spec := authv1.TokenReviewSpec{Token: token}
+	if !t.o.APIServerAudience {
+		spec.Audiences = []string{t.o.Audience}
+	}
+	tr, err := t.client.Create(ctx, &authv1.TokenReview{Spec: spec}, metav1.CreateOptions{})
 	if err != nil {
 		return authv1.UserInfo{}, fmt.Errorf("%w: tokenreview: %w", ErrAuthUnavailable, err)
 	}
 	st := tr.Status
-	if !st.Authenticated || !slices.Contains(st.Audiences, t.o.Audience) {
+	// With the API server's audiences, Authenticated is the audience check.
+	if !st.Authenticated || (!t.o.APIServerAudience && !slices.Contains(st.Audiences, t.o.Audience)) {
 		return authv1.UserInfo{}, ErrBadToken
 	}
 	return st.User, nil

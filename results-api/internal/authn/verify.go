@@ -29,7 +29,8 @@ const clockSkew = time.Minute
 // Verify checks token locally: a compact JWS signed RS256 or ES256 by one
 // of the issuer's published keys (no other algorithm, never "none"), whose
 // iss is the issuer, whose aud contains audience and whose exp and nbf
-// hold at now (one minute of skew). A token that fails is ErrBadToken; one
+// hold at now (one minute of skew); audience "" leaves the audience to
+// TokenReview (Options.APIServerAudience). A token that fails is ErrBadToken; one
 // that cannot be checked right now (keys unreachable, a fetch not due for
 // an unknown key id) is ErrAuthUnavailable. Errors never hold the token.
 //
@@ -106,7 +107,7 @@ func (c claims) check(issuer, audience string, now time.Time) error {
 	if c.Iss != issuer {
 		return fmt.Errorf("%w: token issuer %q is not the API server's %q", ErrBadToken, clip(c.Iss), issuer)
 	}
-	if !hasAudience(c.Aud, audience) {
+	if audience != "" && !hasAudience(c.Aud, audience) {
 		return fmt.Errorf("%w: token is not for audience %q", ErrBadToken, audience)
 	}
 	if c.Exp == nil {

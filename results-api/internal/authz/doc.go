@@ -21,7 +21,15 @@
 // clients retry). Only definite answers are cached; tokens are never logged,
 // returned or used as cache keys.
 //
+// Reads (Reader, ReadAuthorizer) are SubjectAccessReviews for list on
+// reports.crowsnest.dev, cluster-wide and then per namespace; RBACIndex, a
+// watch of RoleBindings indexed by subject, narrows the namespaces reviewed
+// to those where a RoleBinding names the reader (it never widens a scope).
+// Scrapers authorizes /metrics as the operator does: TokenReview, then a
+// SubjectAccessReview for get on the non-resource URL /metrics.
+//
 // The results-api service account needs, cluster-wide: get on pods, get on
-// jobs.batch, create on subjectaccessreviews.authorization.k8s.io (and create
-// on tokenreviews.authentication.k8s.io for authn).
+// jobs.batch, create on subjectaccessreviews.authorization.k8s.io, list and
+// watch on rolebindings.rbac.authorization.k8s.io (RBACIndex), and create
+// on tokenreviews.authentication.k8s.io for authn.
 package authz

@@ -47,6 +47,11 @@ type ReadOptions struct {
 	// Namespaces lists the namespaces to check one by one when an identity
 	// may not list reports cluster-wide: those the inventory knows.
 	Namespaces func(ctx context.Context) ([]string, error)
+	// Candidates, when set, narrows those namespaces to the ones where
+	// the identity could be granted anything (RBACIndex.Candidates: where
+	// a RoleBinding names it); ok false (not known yet) reviews them all.
+	// Nil reviews every namespace: for authorizers other than RBAC.
+	Candidates func(id Identity) (namespaces []string, ok bool)
 	// CacheSize and CacheTTL bound the cache of scopes per identity (user,
 	// UID, groups, extra) (default DefaultReadCacheSize,
 	// DefaultReadCacheTTL). A namespace added to the inventory, or an RBAC
@@ -62,8 +67,8 @@ type ReadOptions struct {
 
 // ReadAuthorizer finds an identity's ReadScope with SubjectAccessReviews
 // for VerbList on reports.crowsnest.dev: one cluster-wide, and when that is
-// denied one per namespace of ReadOptions.Namespaces. It is safe for
-// concurrent use.
+// denied one per namespace of ReadOptions.Namespaces (only those of
+// ReadOptions.Candidates, when set). It is safe for concurrent use.
 type ReadAuthorizer struct {
 	client kubernetes.Interface
 	o      ReadOptions
@@ -130,6 +135,11 @@ func (a *ReadAuthorizer) scope(ctx context.Context, id Identity) (ReadScope, err
 	if err != nil {
 		return ReadScope{}, fmt.Errorf("%w: list namespaces: %w", ErrUnavailable, err)
 	}
+	if a.o.Candidates != nil {
+		if candidates, ok := a.o.Candidates(id); ok {
+			namespaces = intersectSorted(namespaces, candidates)
+		}
+	}
 	var (
 		mu      sync.Mutex
 		allowed []string
@@ -179,4 +189,16 @@ func (a *ReadAuthorizer) allowed(ctx context.Context, id Identity, namespace str
 		return false, fmt.Errorf("%w: subjectaccessreview list for %s in %q: %w", ErrUnavailable, id.Username, namespace, err)
 	}
 	return res.Status.Allowed && !res.Status.Denied, nil
+}
+
+// intersectSorted returns the elements of namespaces that are in
+// candidates (sorted).
+func intersectSorted(namespaces, candidates []string) []string {
+	out := make([]string, 0, min(len(namespaces), len(candidates)))
+	for _, ns := range namespaces {
+		if _, ok := slices.BinarySearch(candidates, ns); ok {
+			out = append(out, ns)
+		}
+	}
+	return out
 }

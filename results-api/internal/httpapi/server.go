@@ -42,7 +42,10 @@ type Config struct {
 	// NoMetrics leaves /metrics out of the routes: it is served on a
 	// listener of its own (--metrics-listen), so an Ingress in front of the
 	// API never exposes it.
-	NoMetrics   bool
+	NoMetrics bool
+	// Scrapers, when set, decides who may get /metrics
+	// (--metrics-auth=kubernetes); nil serves it to anyone.
+	Scrapers    MetricsAuthorizer
 	MaxBOMBytes int64
 	// Limits bound request time and the memory of uploads and downloads.
 	Limits Limits
@@ -159,7 +162,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) metricsHandler() http.Handler { return s.cfg.Metrics.Handler() }
+func (s *Server) metricsHandler() http.Handler {
+	return ProtectMetrics(s.cfg.Metrics.Handler(), s.cfg.Scrapers)
+}
 
 // streamEvents hands the request to the hub, which refuses a client over
 // its caps before the upgrade (429 for one address's cap, 503 for the

@@ -46,7 +46,11 @@ type Config struct {
 	// SeparateMetrics leaves /metrics out of Handler; the caller serves
 	// Metrics.Handler() on a listener of its own.
 	SeparateMetrics bool
-	MaxBOMBytes     int64
+	// Scrapers, when set, decides who may get /metrics, on Handler and on
+	// MetricsHandler (the binary's --metrics-auth=kubernetes); nil serves
+	// metrics to anyone.
+	Scrapers    httpapi.MetricsAuthorizer
+	MaxBOMBytes int64
 	// Limits bound request time and the memory of uploads and downloads.
 	Limits httpapi.Limits
 	// StatementTimeout is Postgres' statement_timeout (0: the store's default).
@@ -82,6 +86,12 @@ type ReadAuth struct {
 	Writers *authz.Authorizer
 	Proxy   *authz.Proxy // nil: no authenticating proxy
 	Options authz.ReadOptions
+	// AllNamespaces reviews every inventory namespace for a reader who may
+	// not list cluster-wide (the binary's --read-auth-namespaces=all, for
+	// clusters where an authorizer other than RBAC grants reads). False,
+	// the default, reviews only those where a RoleBinding names the
+	// reader (authz.RBACIndex, watching RoleBindings).
+	AllNamespaces bool
 	// Recheck is how often a WebSocket client's access is checked again
 	// (0: httpapi.DefaultReadRecheck).
 	Recheck time.Duration
@@ -97,11 +107,15 @@ type Service struct {
 	Hub     *hub.Hub
 	Bus     *events.Bus
 	Metrics *metrics.Metrics
+	// MetricsHandler serves Metrics behind Config.Scrapers, for a listener
+	// of its own (Config.SeparateMetrics).
+	MetricsHandler http.Handler
 
 	stopRetention context.CancelFunc
 	retention     sync.WaitGroup
 	stopVulns     context.CancelFunc
 	vulns         sync.WaitGroup
+	stopRBAC      func()
 }
 
 // New opens the store (applying migrations), connects the event bus and
@@ -168,12 +182,22 @@ func New(ctx context.Context, c Config) (*Service, error) {
 	}
 	var reads httpapi.ReadAuthorizer
 	var recheck time.Duration
+	stopRBAC := func() {}
 	if c.Reads != nil {
 		recheck = c.Reads.Recheck
 		o := c.Reads.Options
 		o.Namespaces = st.Namespaces
+		if !c.Reads.AllNamespaces {
+			o.Candidates, stopRBAC, err = startRBACIndex(ctx, c.Reads.Client)
+			if err != nil {
+				bus.Close()
+				_ = st.Close()
+				return nil, err
+			}
+		}
 		scopes, err := authz.NewReadAuthorizer(c.Reads.Client, o)
 		if err != nil {
+			stopRBAC()
 			bus.Close()
 			_ = st.Close()
 			return nil, err
@@ -182,10 +206,11 @@ func New(ctx context.Context, c Config) (*Service, error) {
 			Scopes: scopes, Proxy: c.Reads.Proxy, Now: c.Reads.Now}
 	}
 	api := httpapi.New(httpapi.Config{
-		Reads: reads, ReadRecheck: recheck, Store: st, Hub: h, Notifier: triggering{bus, vulns}, Auth: auth, Metrics: m, NoMetrics: c.SeparateMetrics, MaxBOMBytes: c.MaxBOMBytes, Limits: c.Limits, UI: c.UI, Logger: c.Logger,
+		Reads: reads, ReadRecheck: recheck, Store: st, Hub: h, Notifier: triggering{bus, vulns}, Auth: auth, Metrics: m, NoMetrics: c.SeparateMetrics, Scrapers: c.Scrapers, MaxBOMBytes: c.MaxBOMBytes, Limits: c.Limits, UI: c.UI, Logger: c.Logger,
 		Checks: checks(st, bus, c.NATSURL != ""),
 	})
-	svc := &Service{Handler: api.Handler(), Store: st, Hub: h, Bus: bus, Metrics: m, stopRetention: func() {}, stopVulns: func() {}}
+	svc := &Service{Handler: api.Handler(), Store: st, Hub: h, Bus: bus, Metrics: m, MetricsHandler: httpapi.ProtectMetrics(m.Handler(), c.Scrapers),
+		stopRetention: func() {}, stopVulns: func() {}, stopRBAC: stopRBAC}
 	if vulns != nil {
 		vctx, cancel := context.WithCancel(ctx)
 		svc.stopVulns = cancel
@@ -197,6 +222,25 @@ func New(ctx context.Context, c Config) (*Service, error) {
 		svc.retention.Go(func() { prune(rctx, st, c.ReportRetention, c.RetentionInterval, c.Logger) })
 	}
 	return svc, nil
+}
+
+// rbacSyncTimeout bounds the RBAC index's first list at start.
+const rbacSyncTimeout = time.Minute
+
+// startRBACIndex watches the cluster's RoleBindings for the read
+// authorizer's candidate namespaces until the returned stop is called.
+func startRBACIndex(ctx context.Context, client kubernetes.Interface) (func(id authz.Identity) ([]string, bool), func(), error) {
+	x, err := authz.NewRBACIndex(client)
+	if err != nil {
+		return nil, nil, err
+	}
+	ictx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := func() { cancel(); x.Shutdown() }
+	if err := x.Start(ictx, rbacSyncTimeout); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("%w; or review every namespace (--read-auth-namespaces=all)", err)
+	}
+	return x.Candidates, stop, nil
 }
 
 // prune deletes the reports of digests not running for longer than
@@ -235,6 +279,7 @@ func checks(st *store.Store, bus *events.Bus, nats bool) []httpapi.Check {
 
 // Close disconnects WebSocket clients, stops the bus and closes the store.
 func (s *Service) Close() {
+	s.stopRBAC()
 	s.stopRetention()
 	s.retention.Wait()
 	s.stopVulns()

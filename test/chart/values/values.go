@@ -303,8 +303,9 @@ type Auth struct {
 
 // ReadAuth is who may read (results-api --read-auth and --auth-proxy-*).
 type ReadAuth struct {
-	Mode  string    `json:"mode" jsonschema:"description=kubernetes: bearer tokens (TokenReview) or proxy headers then SubjectAccessReview list on reports.crowsnest.dev per namespace; open: anyone reads everything,enum=kubernetes,enum=open"`
-	Proxy AuthProxy `json:"proxy" jsonschema:"description=An authenticating proxy in front of results-api"`
+	Mode       string    `json:"mode" jsonschema:"description=kubernetes: bearer tokens (TokenReview) or proxy headers then SubjectAccessReview list on reports.crowsnest.dev per namespace; open: anyone reads everything (and /metrics is open too),enum=kubernetes,enum=open"`
+	Namespaces string    `json:"namespaces" jsonschema:"description=rbac: review only the namespaces where a RoleBinding names the reader (watches RoleBindings); all: every namespace of the inventory (clusters where an authorizer other than RBAC grants reads),enum=rbac,enum=all"`
+	Proxy      AuthProxy `json:"proxy" jsonschema:"description=An authenticating proxy in front of results-api"`
 }
 
 // AuthProxy is an authenticating proxy's identity headers.
