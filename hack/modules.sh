@@ -80,7 +80,7 @@ classify() {
 tested() { git ls-files -- '*_test.go' | owners | cut -d' ' -f1 | sort -u; }
 
 # workspace: the modules go.work uses, without their leading ./.
-workspace() { go work edit -json | sed -nE 's#^\s*"DiskPath": "\./?([^"]+)".*#\1#p' | sort; }
+workspace() { go work edit -json go.work | sed -nE 's#^\s*"DiskPath": "\./?([^"]+)".*#\1#p' | sort; }
 
 # packages REGEX: "MODULE:./PKG/,./PKG/" for each module whose test files
 # match REGEX (a line of them, e.g. '^func Benchmark'), one line a module.

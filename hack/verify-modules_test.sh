@@ -41,6 +41,14 @@ module() {
 
 expect "the tree as it is" pass
 
+# Suites run go test with GOWORK=off, and tests that call make (the image
+# builder's) pass it on: the module list still comes from go.work.
+if out=$(GOWORK=off hack/modules.sh make 2>&1) && [[ $out == *"ok:modules"* ]]; then
+	echo "ok   the module list under GOWORK=off"
+else
+	echo "FAIL the module list under GOWORK=off:"; echo "$out"; failures=$((failures + 1))
+fi
+
 module newmod
 expect "an untracked module" fail "newmod has a go.mod git does not track"
 
