@@ -22,9 +22,13 @@ func NewScanStatus(s *report.ScanStatus) *ScanStatus {
 	if s == nil {
 		return nil
 	}
-	return &ScanStatus{Digest: s.Digest, Image: s.Image, Namespace: s.Namespace, Scanner: s.Scanner,
+	out := &ScanStatus{Digest: s.Digest, Image: s.Image, Namespace: s.Namespace, Scanner: s.Scanner,
 		Job: s.Job, Status: ScanState(s.State), Reason: optString(s.Reason), Message: optString(s.Message),
 		Attempt: s.Attempt, UpdatedAt: s.UpdatedAt}
+	if s.Redacted {
+		out.Redacted = &s.Redacted
+	}
+	return out
 }
 
 // NewReportSummary renders a report's summary.

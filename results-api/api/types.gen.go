@@ -463,9 +463,11 @@ type ReportDetail struct {
 	Image              string             `json:"image"`
 	MatchedAt          *time.Time         `json:"matchedAt,omitempty"`
 	RunningIn          *[]RunningWorkload `json:"runningIn,omitempty"`
-	Scan               *ScanStatus        `json:"scan,omitempty"`
-	ScannedAt          time.Time          `json:"scannedAt"`
-	StoredAt           time.Time          `json:"storedAt"`
+
+	// Scan The latest scan of a digest. A caller limited to some namespaces sees the scan of a digest that runs in one of them; when the scan's Job ran in a namespace outside them, namespace, scanner and job are empty, message is absent and redacted is true.
+	Scan      *ScanStatus `json:"scan,omitempty"`
+	ScannedAt time.Time   `json:"scannedAt"`
+	StoredAt  time.Time   `json:"storedAt"`
 }
 
 // ReportList defines model for ReportList.
@@ -523,7 +525,9 @@ type ReportSummary struct {
 
 	// RunningIn The workloads running this digest now (from the operator's inventory), limited to the namespaces the caller may read; empty when none does.
 	RunningIn *[]RunningWorkload `json:"runningIn,omitempty"`
-	Scan      *ScanStatus        `json:"scan,omitempty"`
+
+	// Scan The latest scan of a digest. A caller limited to some namespaces sees the scan of a digest that runs in one of them; when the scan's Job ran in a namespace outside them, namespace, scanner and job are empty, message is absent and redacted is true.
+	Scan *ScanStatus `json:"scan,omitempty"`
 
 	// ScannedAt The BOM's metadata timestamp, or the upload time when absent or later (a future timestamp is clamped to the upload time; the PUT response then says so in a Warning header).
 	ScannedAt time.Time `json:"scannedAt"`
@@ -562,19 +566,30 @@ type ScanList struct {
 // ScanState defines model for ScanState.
 type ScanState string
 
-// ScanStatus defines model for ScanStatus.
+// ScanStatus The latest scan of a digest. A caller limited to some namespaces sees the scan of a digest that runs in one of them; when the scan's Job ran in a namespace outside them, namespace, scanner and job are empty, message is absent and redacted is true.
 type ScanStatus struct {
 	Attempt int `json:"attempt"`
 
 	// Digest Example: sha256:3f1e1d9c5b7a2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6c8d0e2f
-	Digest    Digest  `json:"digest"`
-	Image     string  `json:"image"`
-	Job       string  `json:"job"`
-	Message   *string `json:"message,omitempty"`
-	Namespace string  `json:"namespace"`
+	Digest Digest `json:"digest"`
+	Image  string `json:"image"`
+
+	// Job The scan Job; empty when redacted.
+	Job string `json:"job"`
+
+	// Message Failure text from job.done; absent when redacted.
+	Message *string `json:"message,omitempty"`
+
+	// Namespace Namespace of the scan Job; empty when redacted.
+	Namespace string `json:"namespace"`
 
 	// Reason Machine-readable failure reason (from job.done), e.g. ImagePullFailed.
-	Reason    *string   `json:"reason,omitempty"`
+	Reason *string `json:"reason,omitempty"`
+
+	// Redacted True when the scan ran in a namespace outside the caller's; absent otherwise.
+	Redacted *bool `json:"redacted,omitempty"`
+
+	// Scanner Scanner that requested the scan; empty when redacted.
 	Scanner   string    `json:"scanner"`
 	Status    ScanState `json:"status"`
 	UpdatedAt time.Time `json:"updatedAt"`

@@ -31,10 +31,9 @@ type Permission struct {
 // are delivered when it is back.
 const ConsumerOperatorReportDeleted = "operator-report-deleted"
 
-// ServiceConsumers are the durable consumer names the services own on the
-// stream; other tools may not create, update or delete consumers by these
-// names (a tool names its own consumers anything else).
-var ServiceConsumers = []string{"results-api-scans", ConsumerResultsAPIInventory, ConsumerOperatorReportDeleted, ConsumerNotifier}
+// ConsumerResultsAPIScans is results-api's durable consumer of
+// crowsnest.image.needed and crowsnest.job.done (the scan-status table).
+const ConsumerResultsAPIScans = "results-api-scans"
 
 // ConsumerResultsAPIInventory is results-api's durable consumer of
 // crowsnest.inventory.snapshot.
@@ -45,8 +44,15 @@ const ConsumerResultsAPIInventory = "results-api-inventory"
 // creates it on $JS.API.CONSUMER.CREATE.CROWSNEST.notifier).
 const ConsumerNotifier = "notifier"
 
+// ServiceConsumers are the durable consumer names the services own on the
+// stream. No other user may create, read, pull from, acknowledge, pause,
+// reset, unpin or delete a consumer by one of these names; a tool names its
+// own consumers anything else. A service that adds a durable consumer adds
+// its name here.
+var ServiceConsumers = []string{ConsumerResultsAPIScans, ConsumerResultsAPIInventory, ConsumerOperatorReportDeleted, ConsumerNotifier}
+
 // JetStream API subjects of the CROWSNEST stream (see the NATS JetStream
-// wire API reference).
+// wire API reference, and nats-server's jetstream_api.go for the verbs).
 const (
 	jsAPI           = "$JS.API."
 	jsInfo          = jsAPI + "INFO"
@@ -55,13 +61,9 @@ const (
 	jsStreamUpdate  = jsAPI + "STREAM.UPDATE." + StreamName
 	jsStreamNames   = jsAPI + "STREAM.NAMES"
 	jsStreamList    = jsAPI + "STREAM.LIST"
-	jsConsumerAll   = jsAPI + "CONSUMER.*." + StreamName + ".>" // create, durable create, info, delete of a named consumer
-	jsConsumerCreat = jsAPI + "CONSUMER.CREATE." + StreamName   // an unnamed (ephemeral) consumer
-	jsConsumerNames = jsAPI + "CONSUMER.NAMES." + StreamName
-	jsConsumerList  = jsAPI + "CONSUMER.LIST." + StreamName
-	jsNext          = jsAPI + "CONSUMER.MSG.NEXT." + StreamName + ".>"
-	jsAck           = "$JS.ACK." + StreamName + ".>"
-	jsFlowControl   = "$JS.FC." + StreamName + ".>"
+	jsConsumer      = jsAPI + "CONSUMER."
+	jsConsumerNames = jsConsumer + "NAMES." + StreamName
+	jsConsumerList  = jsConsumer + "LIST." + StreamName
 	inbox           = "_INBOX.>"
 )
 
@@ -73,25 +75,61 @@ var denied = []string{
 	jsAPI + "STREAM.LEADER.>", jsAPI + "META.>", jsAPI + "SERVER.>", "$SYS.>",
 }
 
-// consume is what a JetStream consumer of the stream needs: stream and
-// consumer info, its own consumers, pull requests, acks, flow control.
-var consume = []string{jsInfo, jsStreamInfo, jsStreamNames, jsStreamList, jsConsumerAll, jsConsumerCreat,
-	jsConsumerNames, jsConsumerList, jsNext, jsAck, jsFlowControl}
-
-// ensureStream is what a publisher that creates or updates the stream at
-// start-up needs (EnsureStream).
+// ensureStream is what the stream's owner needs (EnsureStream: create, or
+// update to the contract's configuration).
 var ensureStream = []string{jsInfo, jsStreamInfo, jsStreamCreate, jsStreamUpdate}
 
+// openStream is what the other publishers need (OpenStream: create a
+// missing stream, never change one).
+var openStream = []string{jsInfo, jsStreamInfo, jsStreamCreate}
+
 // ownConsumer is what a service needs to run its one durable pull consumer
-// (name, with a single filter subject) and nothing more: create or update it
-// (nats.go puts the filter subject in the create subject), read its info,
-// pull and acknowledge its messages. No other consumer, no deletion.
+// and nothing more: create or update it (nats.go puts a single
+// FilterSubject in the create subject; filter is "" for FilterSubjects),
+// read its info, pull and acknowledge its messages. No other consumer, no
+// deletion, pause or reset.
 func ownConsumer(name, filter string) []string {
+	create := jsConsumer + "CREATE." + StreamName + "." + name
+	if filter != "" {
+		create += "." + filter
+	}
 	return []string{
-		jsAPI + "CONSUMER.CREATE." + StreamName + "." + name + "." + filter,
-		jsAPI + "CONSUMER.INFO." + StreamName + "." + name,
-		jsAPI + "CONSUMER.MSG.NEXT." + StreamName + "." + name,
+		create,
+		jsConsumer + "INFO." + StreamName + "." + name,
+		jsConsumer + "MSG.NEXT." + StreamName + "." + name,
 		"$JS.ACK." + StreamName + "." + name + ".>",
+	}
+}
+
+// toolConsumers is what a tool reading the stream needs (the reader, and
+// the notifier, whose consumer name is configurable): look at the stream
+// and list its consumers; create (named, with or without a filter, or
+// server-named), read, pull from, acknowledge and delete consumers of its
+// own. Not pause, reset, unpin or move them. Consumer names are one
+// subject token, which NATS wildcards cannot split, so the services'
+// consumers are taken out by name (serviceConsumerDeny).
+var toolConsumers = []string{
+	jsInfo, jsStreamInfo, jsStreamNames, jsStreamList, jsConsumerNames, jsConsumerList,
+	jsConsumer + "CREATE." + StreamName,
+	jsConsumer + "CREATE." + StreamName + ".*",
+	jsConsumer + "CREATE." + StreamName + ".*.>",
+	jsConsumer + "INFO." + StreamName + ".*",
+	jsConsumer + "DELETE." + StreamName + ".*",
+	jsConsumer + "MSG.NEXT." + StreamName + ".*",
+	"$JS.ACK." + StreamName + ".*.>",
+	"$JS.FC." + StreamName + ".*.>",
+}
+
+// serviceConsumerDeny refuses every JetStream API verb on the consumer
+// name (one or two verb tokens before the stream, a filter after it), and
+// its acks and flow control.
+func serviceConsumerDeny(name string) []string {
+	return []string{
+		jsConsumer + "*." + StreamName + "." + name,
+		jsConsumer + "*." + StreamName + "." + name + ".>",
+		jsConsumer + "*.*." + StreamName + "." + name,
+		"$JS.ACK." + StreamName + "." + name + ".>",
+		"$JS.FC." + StreamName + "." + name + ".>",
 	}
 }
 
@@ -99,43 +137,62 @@ func ownConsumer(name, filter string) []string {
 // unknown user gets nothing.
 func Permissions(u User) Permission {
 	var pub, sub []string
+	stream := openStream
+	if u == StreamOwner {
+		stream = ensureStream
+	}
 	switch u {
 	case UserOperator:
-		pub = append(append(pub, SubjectImageNeeded, SubjectJobDone, SubjectInventorySnapshot), ensureStream...)
+		pub = append(append(pub, SubjectImageNeeded, SubjectJobDone, SubjectInventorySnapshot), stream...)
 		// report.deleted, through its own durable consumer only: the
 		// messages come to its inbox.
 		pub = append(pub, ownConsumer(ConsumerOperatorReportDeleted, SubjectReportDeleted)...)
 		sub = []string{inbox}
 	case UserResultsAPI:
-		pub = append(append(pub, "crowsnest.report.>", SubjectFindingsChanged), ensureStream...)
-		pub = append(pub, consume...)         // the operator's events
+		pub = append(append(pub, "crowsnest.report.>", SubjectFindingsChanged), stream...)
+		// The operator's events, through its two durable consumers (both
+		// set FilterSubjects).
+		pub = append(pub, ownConsumer(ConsumerResultsAPIScans, "")...)
+		pub = append(pub, ownConsumer(ConsumerResultsAPIInventory, "")...)
 		sub = []string{inbox, StreamSubjects} // every replica fans every event out to its WebSocket clients
 	case UserMatcher:
-		pub = append(append(pub, SubjectVulnDBUpdated, SubjectRematchDone), ensureStream...)
-		pub = append(pub, consume...)
+		pub = append(append(pub, SubjectVulnDBUpdated, SubjectRematchDone), stream...)
 		sub = []string{inbox}
 	case UserNotifier:
-		pub = append(append(pub, consume...), jsAPI+"STREAM.INFO.KV_crowsnest-notifier", jsAPI+"STREAM.CREATE.KV_crowsnest-notifier",
+		pub = append(append(pub, toolConsumers...), jsAPI+"STREAM.INFO.KV_crowsnest-notifier", jsAPI+"STREAM.CREATE.KV_crowsnest-notifier",
 			"$KV.crowsnest-notifier.>", jsAPI+"DIRECT.GET.KV_crowsnest-notifier.>", jsAPI+"CONSUMER.*.KV_crowsnest-notifier.>")
 		sub = []string{inbox}
 	case UserReader:
-		pub = append(pub, consume...)
+		pub = append(pub, toolConsumers...)
 		sub = []string{inbox, StreamSubjects}
 	default:
 		return Permission{}
 	}
 	deny := append([]string{}, denied...)
 	if u == UserReader || u == UserNotifier {
-		// Readers publish no event, whatever the allow list grows to, and
-		// cannot delete, replace or reconfigure the services' consumers.
-		deny = append(deny, StreamSubjects, jsAPI+"CONSUMER.DELETE."+StreamName+".>")
-		for _, c := range ServiceConsumers {
-			if u == UserNotifier && c == ConsumerNotifier {
-				continue // its own
-			}
-			deny = append(deny, jsAPI+"CONSUMER.CREATE."+StreamName+"."+c, jsAPI+"CONSUMER.CREATE."+StreamName+"."+c+".>",
-				jsAPI+"CONSUMER.DURABLE.CREATE."+StreamName+"."+c)
+		// Readers publish no event, whatever the allow list grows to.
+		deny = append(deny, StreamSubjects)
+	}
+	// Nobody touches another service's consumer. The allow lists of the
+	// services name only their own; the deny list holds even if one grows.
+	for _, c := range ServiceConsumers {
+		if owns(u, c) {
+			continue
 		}
+		deny = append(deny, serviceConsumerDeny(c)...)
 	}
 	return Permission{PublishAllow: pub, PublishDeny: deny, SubscribeAllow: sub}
+}
+
+// owns reports whether the durable consumer named c is u's.
+func owns(u User, c string) bool {
+	switch c {
+	case ConsumerOperatorReportDeleted:
+		return u == UserOperator
+	case ConsumerResultsAPIScans, ConsumerResultsAPIInventory:
+		return u == UserResultsAPI
+	case ConsumerNotifier:
+		return u == UserNotifier
+	}
+	return false
 }

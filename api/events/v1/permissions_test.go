@@ -9,16 +9,16 @@ import (
 )
 
 // TestOperatorPermissionsAreExactlyWhatItUses pins the operator's NATS
-// permissions to what it does: publish its three events, create or update
-// the stream, and run its one durable consumer of crowsnest.report.deleted
-// (create with that filter, info, pull, ack). No wildcard over consumers, no
+// permissions to what it does: publish its three events, create the stream
+// (not update it: results-api, the StreamOwner, does), and run its one
+// durable consumer of crowsnest.report.deleted (create with that filter, info, pull, ack). No wildcard over consumers, no
 // other consumer, no consumer deletion, and it receives messages only on its
 // inbox (the consumer delivers there).
 func TestOperatorPermissionsAreExactlyWhatItUses(t *testing.T) {
 	p := v1.Permissions(v1.UserOperator)
 	want := []string{
 		v1.SubjectImageNeeded, v1.SubjectJobDone, v1.SubjectInventorySnapshot,
-		"$JS.API.INFO", "$JS.API.STREAM.INFO.CROWSNEST", "$JS.API.STREAM.CREATE.CROWSNEST", "$JS.API.STREAM.UPDATE.CROWSNEST",
+		"$JS.API.INFO", "$JS.API.STREAM.INFO.CROWSNEST", "$JS.API.STREAM.CREATE.CROWSNEST",
 		"$JS.API.CONSUMER.CREATE.CROWSNEST.operator-report-deleted.crowsnest.report.deleted",
 		"$JS.API.CONSUMER.INFO.CROWSNEST.operator-report-deleted",
 		"$JS.API.CONSUMER.MSG.NEXT.CROWSNEST.operator-report-deleted",

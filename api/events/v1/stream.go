@@ -24,9 +24,15 @@ func StreamConfig() jetstream.StreamConfig {
 	}
 }
 
-// EnsureStream creates the stream or updates it to StreamConfig. A stream
-// that already has that configuration is left alone: every service calls
-// this at start-up and on reconnect, and an update is a write on the server
+// StreamOwner is the one user that may change the stream's configuration
+// (STREAM.UPDATE): an update can cut the limits and so purge the stream.
+// It calls EnsureStream; the other publishers call OpenStream.
+const StreamOwner = UserResultsAPI
+
+// EnsureStream creates the stream or updates it to StreamConfig; only
+// StreamOwner may update it. A stream that already has that configuration
+// is left alone: the owner calls this at start-up and on reconnect, and an
+// update is a write on the server
 // (nats-server v2.15 races a stream update against a consumer being created
 // at the same moment).
 //
@@ -57,6 +63,29 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream) (jetstream.Stream
 	s, err = js.UpdateStream(ctx, want)
 	if err != nil {
 		return nil, fmt.Errorf("update stream %s: %w", StreamName, err)
+	}
+	return s, nil
+}
+
+// OpenStream creates the stream if it is missing (with StreamConfig, which
+// cannot lose a message) and otherwise returns it as it is, never updating
+// it: publishers other than StreamOwner may not change the stream, and one
+// that differs from StreamConfig (an upgrade under way) is the owner's to
+// update.
+func OpenStream(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
+	s, err := js.Stream(ctx, StreamName)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		created, cerr := js.CreateStream(ctx, StreamConfig())
+		if cerr == nil {
+			return created, nil
+		}
+		if !errors.Is(cerr, jetstream.ErrStreamNameAlreadyInUse) {
+			return nil, fmt.Errorf("create stream %s: %w", StreamName, cerr)
+		}
+		s, err = js.Stream(ctx, StreamName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", StreamName, err)
 	}
 	return s, nil
 }

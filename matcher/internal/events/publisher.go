@@ -195,7 +195,7 @@ func (p *Publisher) ensure(ctx context.Context) error {
 	if p.ensured {
 		return nil
 	}
-	if _, err := evv1.EnsureStream(ctx, p.js); err != nil {
+	if _, err := evv1.OpenStream(ctx, p.js); err != nil { // results-api owns its configuration
 		return err
 	}
 	p.ensured = true

@@ -155,7 +155,7 @@ func (p *JetStream) ensure(ctx context.Context) error {
 	if p.ensured {
 		return nil
 	}
-	if _, err := eventsv1.EnsureStream(ctx, p.js); err != nil {
+	if _, err := eventsv1.OpenStream(ctx, p.js); err != nil { // results-api owns its configuration
 		return err
 	}
 	p.ensured = true

@@ -20,7 +20,7 @@ import (
 )
 
 // Durable is the name of the scan-status consumer shared by all replicas.
-const Durable = "results-api-scans"
+const Durable = evv1.ConsumerResultsAPIScans
 
 // InventoryDurable is the name of the inventory consumer shared by all
 // replicas (crowsnest.inventory.snapshot).
@@ -246,6 +246,15 @@ func (b *Bus) broadcast(ev evv1.Event) {
 	cancel()
 	if err != nil {
 		b.o.Logger.Warn("namespaces of event digest; sending it to cluster-wide clients only", "digest", digest, "error", err)
+	}
+	if ev.Type == evv1.TypeImageNeeded || ev.Type == evv1.TypeJobDone {
+		redacted, origin, err := redactedScanFrame(ev)
+		if err != nil {
+			b.o.Logger.Warn("drop undecodable event", "type", ev.Type, "error", err)
+			return
+		}
+		b.o.Hub.PublishRedacted(msg, redacted, namespaces, origin)
+		return
 	}
 	b.o.Hub.Publish(msg, namespaces)
 }

@@ -113,3 +113,18 @@ func frame(ev evv1.Event) (msg []byte, digest string, err error) {
 	msg, err = json.Marshal(m)
 	return msg, digest, err
 }
+
+// redactedScanFrame renders the scan.status frame of ev (image.needed or
+// job.done) without the namespace its Job ran in, the Scanner, the Job and
+// the failure text (report.ScanStatus.Redact), for clients that see the
+// digest but not that namespace, and returns that namespace.
+func redactedScanFrame(ev evv1.Event) (msg []byte, origin string, err error) {
+	st, err := scanStatus(ev)
+	if err != nil {
+		return nil, "", err
+	}
+	origin = st.Namespace
+	st.Redact()
+	msg, err = json.Marshal(Message{Type: TypeScanStatus, ID: ev.ID, Time: ev.Time, Data: api.NewScanStatus(&st)})
+	return msg, origin, err
+}

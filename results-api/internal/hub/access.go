@@ -35,6 +35,15 @@ func (a *Access) sees(namespaces []string) bool {
 	return false
 }
 
+// has reports whether a client with access a may learn of namespace ns.
+func (a *Access) has(ns string) bool {
+	if a == nil || a.All {
+		return true
+	}
+	_, ok := slices.BinarySearch(a.Namespaces, ns)
+	return ok
+}
+
 func (a *Access) limited() bool { return a != nil && !a.All }
 
 // timer fires when a should be checked again; never without Recheck.

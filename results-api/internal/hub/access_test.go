@@ -14,7 +14,8 @@ import (
 )
 
 // Each client receives exactly the messages about its namespaces (a client
-// of the whole cluster all of them). Dropping a stalled client is the same
+// of the whole cluster all of them), and a message naming a namespace
+// outside a client's comes redacted (PublishRedacted). Dropping a stalled client is the same
 // code path for Publish as for Broadcast (TestSlowClientDropped).
 func TestPublishFollowsAccess(t *testing.T) {
 	h := hub.New(hub.Options{WriteTimeout: 10 * time.Second})
@@ -45,8 +46,11 @@ func TestPublishFollowsAccess(t *testing.T) {
 	}
 	h.Publish([]byte("b"), []string{"b"})
 	h.Publish([]byte("c"), []string{"c"})
+	// A scan that ran in b of an image running in a and b: whole for the
+	// clients that may see b, redacted for the one that may not.
+	h.PublishRedacted([]byte("B"), []byte("r"), []string{"a", "b"}, "b")
 	h.Publish([]byte("end"), []string{"a", "b"})
-	want := map[string]string{"a": "aaaaaaaaaa,end", "ab": "aaaaaaaaaa,b,end", "b": "b,end", "all": "aaaaaaaaaa,b,c,end"}
+	want := map[string]string{"a": "aaaaaaaaaa,r,end", "ab": "aaaaaaaaaa,b,B,end", "b": "b,B,end", "all": "aaaaaaaaaa,b,c,B,end"}
 	for who, w := range want {
 		var got strings.Builder
 		for {

@@ -117,6 +117,26 @@ func (h *Hub) Broadcast(msg []byte) { h.Publish(msg, nil) }
 // cluster see every message), without blocking: clients whose queue is
 // full are dropped.
 func (h *Hub) Publish(msg []byte, namespaces []string) {
+	h.publish(namespaces, func(*Access) []byte { return msg })
+}
+
+// PublishRedacted is Publish for a message that names a namespace, origin
+// (where a scan Job ran), besides the namespaces its image runs in: clients
+// of the whole cluster and those whose namespaces include origin receive
+// msg; the other clients that see one of namespaces receive redacted, a
+// copy without origin's name.
+func (h *Hub) PublishRedacted(msg, redacted []byte, namespaces []string, origin string) {
+	h.publish(namespaces, func(a *Access) []byte {
+		if a.has(origin) {
+			return msg
+		}
+		return redacted
+	})
+}
+
+// publish queues, for every client that sees namespaces, the message pick
+// chooses for its access.
+func (h *Hub) publish(namespaces []string, pick func(*Access) []byte) {
 	var slow []*client
 	h.mu.Lock()
 	for c := range h.clients {
@@ -124,7 +144,7 @@ func (h *Hub) Publish(msg []byte, namespaces []string) {
 			continue
 		}
 		select {
-		case c.msgs <- msg:
+		case c.msgs <- pick(c.access):
 		default:
 			h.removeLocked(c)
 			slow = append(slow, c)

@@ -198,4 +198,15 @@ type ScanStatus struct {
 	Reason, Message                        string
 	Attempt                                int
 	UpdatedAt                              time.Time
+	// Redacted is set when the reader may see the digest but not the
+	// namespace its scan Job ran in: Namespace, Scanner, Job and Message
+	// are then empty (see Redact).
+	Redacted bool
+}
+
+// Redact clears what names the place the scan ran: its namespace, the
+// Scanner and Job there, and the failure text (which may quote them).
+// The state, reason, attempt and time stay: they are about the digest.
+func (s *ScanStatus) Redact() {
+	s.Namespace, s.Scanner, s.Job, s.Message, s.Redacted = "", "", "", "", true
 }

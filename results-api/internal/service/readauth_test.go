@@ -53,6 +53,13 @@ type readEnv struct {
 // inventory applied.
 func startReads(t *testing.T, c *cluster) *readEnv {
 	t.Helper()
+	return startReadsWith(t, c, "")
+}
+
+// startReadsWith is startReads with the service connected to the NATS
+// server at natsURL (none when empty).
+func startReadsWith(t *testing.T, c *cluster, natsURL string) *readEnv {
+	t.Helper()
 	reviewer, err := authn.New(c.cfg, authn.Options{Audience: audience})
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +68,7 @@ func startReads(t *testing.T, c *cluster) *readEnv {
 	now := func() time.Time { return time.Now().Add(time.Duration(e.clock.Load())) }
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	svc, err := service.New(ctx, service.Config{DatabaseURL: pgtest.NewDatabase(t), WriteToken: adminToken,
+	svc, err := service.New(ctx, service.Config{DatabaseURL: pgtest.NewDatabase(t), WriteToken: adminToken, NATSURL: natsURL,
 		Reads: &service.ReadAuth{Reviewer: reviewer, Audience: audience, Client: kubernetes.NewForConfigOrDie(c.cfg), Now: now,
 			Recheck: 100 * time.Millisecond,
 			Proxy:   &authz.Proxy{UserHeader: "X-Remote-User", GroupsHeader: "X-Remote-Group", Trusted: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}}})

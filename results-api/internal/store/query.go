@@ -49,7 +49,8 @@ type listRow struct {
 	SUpdatedAt   *time.Time
 }
 
-func (l listRow) summary() report.Summary {
+// summary renders l, its scan status redacted for ctx's scope.
+func (l listRow) summary(ctx context.Context) report.Summary {
 	sum := reportRow{Digest: l.Digest, Image: l.Image, ScannedAt: l.ScannedAt, StoredAt: l.StoredAt,
 		GrypeVersion: l.GrypeVersion, DBBuilt: l.DBBuilt, DBSchema: l.DBSchema, MatchedAt: l.MatchedAt, Cause: l.Cause,
 		Critical: l.Critical, High: l.High,
@@ -61,6 +62,7 @@ func (l listRow) summary() report.Summary {
 			Job: deref(l.SJob), State: report.ScanState(*l.SStatus), Reason: deref(l.SReason),
 			Message: deref(l.SMessage), Attempt: derefInt(l.SAttempt), UpdatedAt: l.SUpdatedAt.UTC(),
 		}
+		redactScan(ctx, sum.Scan)
 	}
 	return sum
 }
@@ -165,7 +167,7 @@ func (s *Store) ListReports(ctx context.Context, q ListQuery) (*ListPage, error)
 	}
 	page.Items = make([]report.Summary, len(rows))
 	for i, r := range rows {
-		page.Items[i] = r.summary()
+		page.Items[i] = r.summary(ctx)
 	}
 	if err := s.fillRunningIn(ctx, page.Items); err != nil {
 		return nil, err

@@ -242,7 +242,7 @@ func (s *Store) GetSummary(ctx context.Context, digest string) (*report.Summary,
 	if len(rows) == 0 {
 		return nil, ErrNotFound
 	}
-	sum := rows[0].summary()
+	sum := rows[0].summary(ctx)
 	return &sum, nil
 }
 

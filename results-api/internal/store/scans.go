@@ -29,7 +29,10 @@ func (s *Store) ApplyScan(ctx context.Context, st report.ScanStatus) (bool, erro
 	return q.RowsAffected > 0, nil
 }
 
-// ListScans returns scan statuses, most recently updated first.
+// ListScans returns scan statuses, most recently updated first. Under a
+// Scope it lists the digests running in the scope's namespaces, each
+// redacted (report.ScanStatus.Redact) when its scan ran in a namespace
+// outside the scope.
 func (s *Store) ListScans(ctx context.Context, state report.ScanState, limit int) ([]report.ScanStatus, error) {
 	q := s.db.WithContext(ctx).Order("updated_at DESC, digest").Limit(limit)
 	if state != "" {
@@ -45,6 +48,7 @@ func (s *Store) ListScans(ctx context.Context, state report.ScanState, limit int
 	out := make([]report.ScanStatus, len(rows))
 	for i, r := range rows {
 		out[i] = r.status()
+		redactScan(ctx, &out[i])
 	}
 	return out, nil
 }

@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"slices"
 	"strings"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 )
 
 // A Scope limits what reads see: the digests running now in one of its
@@ -78,4 +81,17 @@ func (s *Store) Visible(ctx context.Context, digest string) (bool, error) {
 		return false, s.fail("check scope", err)
 	}
 	return n > 0, nil
+}
+
+// redactScan redacts st (report.ScanStatus.Redact) when ctx has a Scope
+// and the scan ran in a namespace outside it: a reader may see a digest
+// that runs in its namespaces, but not the name of another namespace whose
+// Job scanned it (the operator scans each digest once for the cluster).
+func redactScan(ctx context.Context, st *report.ScanStatus) {
+	if st == nil {
+		return
+	}
+	if sc, ok := ScopeOf(ctx); ok && !slices.Contains(sc.Namespaces, st.Namespace) {
+		st.Redact()
+	}
 }

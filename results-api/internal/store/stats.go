@@ -54,7 +54,7 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 		return nil, s.fail("stats top images", err)
 	}
 	for _, r := range top {
-		st.TopImages = append(st.TopImages, r.summary())
+		st.TopImages = append(st.TopImages, r.summary(ctx))
 	}
 	var tv []struct {
 		VulnID   string

@@ -493,19 +493,26 @@ export interface components {
             negligible: number;
             unknown: number;
         };
+        /** @description The latest scan of a digest. A caller limited to some namespaces sees the scan of a digest that runs in one of them; when the scan's Job ran in a namespace outside them, namespace, scanner and job are empty, message is absent and redacted is true. */
         ScanStatus: {
             digest: components["schemas"]["Digest"];
             image: string;
+            /** @description Namespace of the scan Job; empty when redacted. */
             namespace: string;
+            /** @description Scanner that requested the scan; empty when redacted. */
             scanner: string;
+            /** @description The scan Job; empty when redacted. */
             job: string;
             status: components["schemas"]["ScanState"];
             /** @description Machine-readable failure reason (from job.done), e.g. ImagePullFailed. */
             reason?: string;
+            /** @description Failure text from job.done; absent when redacted. */
             message?: string;
             attempt: number;
             /** Format: date-time */
             updatedAt: string;
+            /** @description True when the scan ran in a namespace outside the caller's; absent otherwise. */
+            redacted?: boolean;
         };
         ReportSummary: {
             digest: components["schemas"]["Digest"];
