@@ -1,0 +1,254 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/clusterdns"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/controlplane"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/kubeproxy"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/node"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
+)
+
+// TestServicesAndDNSOnTheRealNode runs the real node with the stack's
+// CoreDNS (the kubelet's clusterDNS) and kube-proxy beside it: a Pod
+// resolves echo.<ns>.svc.cluster.local through CoreDNS to the Service's
+// ClusterIP and reaches the Service's backend, another Pod on the node,
+// through kube-proxy's rules; a name outside the cluster does not resolve.
+// Then everything stops and nothing may be left: no process, mount, bridge
+// or veth, and no kube-proxy chain or rule naming the stack's addresses in
+// the host's iptables (IPv4 and IPv6).
+func TestServicesAndDNSOnTheRealNode(t *testing.T) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run through make, which builds bin/k8s")
+	}
+	coredns := filepath.Join(assets, "..", "coredns")
+	if _, err := os.Stat(coredns); err != nil {
+		t.Fatalf("bin/coredns: %v (hack/tools.sh coredns builds it; make stack-deps runs it)", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	state := t.TempDir()
+	netw, err := node.SetupNetwork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeNet := true
+	defer func() {
+		if closeNet {
+			_ = netw.Close()
+		}
+	}()
+	pki, err := node.WritePKI(filepath.Join(state, "pki"), netw.Gateway)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiArgs := pki.APIServerArgs()
+	apiArgs["service-cluster-ip-range"] = netw.ServiceCIDR.String()
+	cp, err := controlplane.Start(ctx, controlplane.Options{AssetsDir: assets, Kwok: filepath.Join(assets, "..", "kwok"), StateDir: state, Nodes: 1, APIServerArgs: apiArgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cp.Stop() }()
+	reg, err := registry.Start(ctx, net.JoinHostPort(netw.Gateway.String(), "0"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	pauseRef := pushProgram(ctx, t, reg, state, "pause")
+	probeRef := pushProgram(ctx, t, reg, state, "netprobe")
+
+	dnsKubeconfig, err := cp.AddUser(clusterdns.User, nil, "coredns.kubeconfig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := clusterdns.Grant(ctx, cp.Client); err != nil {
+		t.Fatal(err)
+	}
+	dnsStart := time.Now()
+	dns, err := clusterdns.Start(ctx, clusterdns.Config{Binary: coredns, Dir: state, LogDir: state, Kubeconfig: dnsKubeconfig, Address: netw.Gateway})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = dns.Stop() }()
+	t.Logf("CoreDNS ready in %s", time.Since(dnsStart).Round(time.Millisecond))
+
+	kubeconfig, err := cp.AddUser("system:node:crowsnest-node", []string{"system:nodes"}, "kubelet.kubeconfig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeDir := filepath.Join(state, "node")
+	n, err := node.Start(ctx, node.Config{
+		Dir: nodeDir, LogDir: state, Kubelet: filepath.Join(assets, "kubelet"), Kubeconfig: kubeconfig,
+		Network: netw, PKI: pki, SandboxImage: pauseRef, HTTPRegistries: []string{reg.Host},
+		ClusterDNS: []string{netw.Gateway.String()}, ClusterDomain: clusterdns.Domain, Client: cp.Client,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeStopped := false
+	defer func() {
+		if !nodeStopped {
+			_ = n.Stop()
+		}
+	}()
+	// The API server's bootstrap policy binds system:node-proxier to
+	// this user.
+	proxyKubeconfig, err := cp.AddUser("system:kube-proxy", nil, "kube-proxy.kubeconfig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxyStart := time.Now()
+	kp, err := kubeproxy.Start(ctx, kubeproxy.Config{Binary: filepath.Join(assets, "kube-proxy"), Dir: state, LogDir: state,
+		Kubeconfig: proxyKubeconfig, NodeName: n.Name(), NodeIP: netw.Gateway, PodCIDR: netw.Subnet, ServiceCIDR: netw.ServiceCIDR})
+	if errors.Is(err, kubeproxy.ErrBusy) {
+		t.Skipf("cannot run here now: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kube-proxy ready in %s", time.Since(proxyStart).Round(time.Millisecond))
+	proxyStopped := false
+	defer func() {
+		if !proxyStopped {
+			_ = kp.Stop()
+		}
+	}()
+
+	ns := "services"
+	clusterIP := echoService(ctx, t, cp, ns, probeRef, n.Name())
+	logs := runProbe(ctx, t, cp, ns, probeRef, n.Name(), "echo."+ns+".svc."+clusterdns.Domain+":80", "example.com")
+	t.Logf("probe:\n%s", logs)
+	if !strings.Contains(logs, "resolved echo."+ns+".svc.cluster.local ["+clusterIP+"]") {
+		t.Errorf("the name did not resolve to the Service's ClusterIP %s:\n%s", clusterIP, logs)
+	}
+	if !strings.Contains(logs, "connected "+clusterIP+":80 netprobe echo") {
+		t.Errorf("no answer from the backend Pod through the ClusterIP:\n%s", logs)
+	}
+	if !netw.ServiceCIDR.Contains(net.ParseIP(clusterIP)) {
+		t.Errorf("ClusterIP %s is outside the stack's Service CIDR %s", clusterIP, netw.ServiceCIDR)
+	}
+	if rules, err := kubeproxy.Naming(netw.ServiceCIDR); err != nil || len(rules) == 0 {
+		t.Errorf("no rule names the Service CIDR while kube-proxy runs (%v): the check below could not see one", err)
+	}
+
+	proxyStopped, nodeStopped = true, true
+	if err := kp.Stop(); err != nil {
+		t.Errorf("stop kube-proxy: %v", err)
+	}
+	if err := n.Stop(); err != nil {
+		t.Errorf("stop node: %v", err)
+	}
+	if err := dns.Stop(); err != nil {
+		t.Errorf("stop coredns: %v", err)
+	}
+	closeNet = false
+	if err := netw.Close(); err != nil {
+		t.Errorf("close network: %v", err)
+	}
+	for _, left := range Leftovers(t, nodeDir, netw.Bridge, nil, netw.Subnet, netw.ServiceCIDR) {
+		t.Errorf("left behind: %s", left)
+	}
+}
+
+// pushProgram builds test/stack/cmd/<prog> and pushes it as an image.
+func pushProgram(ctx context.Context, t *testing.T, reg *registry.Registry, dir, prog string) string {
+	t.Helper()
+	bin := filepath.Join(dir, prog)
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "../../cmd/"+prog)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", prog, err, out)
+	}
+	img, err := registry.ProgramImage(prog, "test", bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := reg.PushPlatform(ctx, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
+// echoService runs the backend Pod (netprobe serve 8080) and a ClusterIP
+// Service echo (port 80) in front of it, and returns the ClusterIP.
+func echoService(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, ns, image, nodeName string) string {
+	t.Helper()
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The Pods run as the namespace's default ServiceAccount, which the
+	// controller manager creates a moment after the namespace.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := cp.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no default ServiceAccount in %s after 30s: %v", ns, err)
+		}
+	}
+	pod := probePod("echo", image, nodeName, corev1.RestartPolicyAlways, "serve", "8080")
+	pod.Labels = map[string]string{"app": "echo"}
+	if _, err := cp.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := cp.Client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "echo"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "echo"},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc.Spec.ClusterIP
+}
+
+// runProbe runs netprobe dial in a Pod until it ends and returns its logs
+// (read through the API server and the kubelet).
+func runProbe(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, ns, image, nodeName string, args ...string) string {
+	t.Helper()
+	pod := probePod("probe", image, nodeName, corev1.RestartPolicyNever, append([]string{"dial"}, args...)...)
+	if _, err := cp.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		p, err := cp.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err == nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
+			logs, err := cp.Client.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+			if err != nil {
+				t.Fatalf("probe logs: %v", err)
+			}
+			if p.Status.Phase == corev1.PodFailed {
+				t.Fatalf("the probe failed:\n%s", logs)
+			}
+			return string(logs)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("probe not finished after 2m: %+v %v", p.Status, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func probePod(name, image, nodeName string, restart corev1.RestartPolicy, args ...string) *corev1.Pod {
+	p := restrictedPod(image, nodeName)
+	p.Name = name
+	p.Spec.ServiceAccountName = ""
+	p.Spec.RestartPolicy = restart
+	p.Spec.Containers[0].Args = args
+	return p
+}
