@@ -13,11 +13,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/clusterdns"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/controlplane"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/kubeproxy"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/netcheck"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/node"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
 )
@@ -68,8 +68,24 @@ func TestServicesAndDNSOnTheRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer reg.Close()
-	pauseRef := pushProgram(ctx, t, reg, state, "pause")
-	probeRef := pushProgram(ctx, t, reg, state, "netprobe")
+	pauseBin := filepath.Join(state, "pause")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", pauseBin, "../../cmd/pause")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build pause: %v\n%s", err, out)
+	}
+	pause, err := registry.PauseImage(pauseBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pauseRef, err := reg.PushPlatform(ctx, pause)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probeRef, err := netcheck.PushImage(ctx, reg, "../..", state)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	dnsKubeconfig, err := cp.AddUser(clusterdns.User, nil, "coredns.kubeconfig")
 	if err != nil {
@@ -129,8 +145,18 @@ func TestServicesAndDNSOnTheRealNode(t *testing.T) {
 	}()
 
 	ns := "services"
-	clusterIP := echoService(ctx, t, cp, ns, probeRef, n.Name())
-	logs := runProbe(ctx, t, cp, ns, probeRef, n.Name(), "echo."+ns+".svc."+clusterdns.Domain+":80", "example.com")
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	at := netcheck.Placement{NodeName: n.Name()}
+	clusterIP, err := netcheck.Echo(ctx, cp.Client, ns, probeRef, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, err := netcheck.Probe(ctx, cp.Client, ns, probeRef, at, "echo."+ns+".svc."+clusterdns.Domain+":80", "example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("probe:\n%s", logs)
 	if !strings.Contains(logs, "resolved echo."+ns+".svc.cluster.local ["+clusterIP+"]") {
 		t.Errorf("the name did not resolve to the Service's ClusterIP %s:\n%s", clusterIP, logs)
@@ -162,93 +188,4 @@ func TestServicesAndDNSOnTheRealNode(t *testing.T) {
 	for _, left := range Leftovers(t, nodeDir, netw.Bridge, nil, netw.Subnet, netw.ServiceCIDR) {
 		t.Errorf("left behind: %s", left)
 	}
-}
-
-// pushProgram builds test/stack/cmd/<prog> and pushes it as an image.
-func pushProgram(ctx context.Context, t *testing.T, reg *registry.Registry, dir, prog string) string {
-	t.Helper()
-	bin := filepath.Join(dir, prog)
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "../../cmd/"+prog)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", prog, err, out)
-	}
-	img, err := registry.ProgramImage(prog, "test", bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := reg.PushPlatform(ctx, img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ref
-}
-
-// echoService runs the backend Pod (netprobe serve 8080) and a ClusterIP
-// Service echo (port 80) in front of it, and returns the ClusterIP.
-func echoService(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, ns, image, nodeName string) string {
-	t.Helper()
-	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// The Pods run as the namespace's default ServiceAccount, which the
-	// controller manager creates a moment after the namespace.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if _, err := cp.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no default ServiceAccount in %s after 30s: %v", ns, err)
-		}
-	}
-	pod := probePod("echo", image, nodeName, corev1.RestartPolicyAlways, "serve", "8080")
-	pod.Labels = map[string]string{"app": "echo"}
-	if _, err := cp.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	svc, err := cp.Client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "echo"},
-		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "echo"},
-			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return svc.Spec.ClusterIP
-}
-
-// runProbe runs netprobe dial in a Pod until it ends and returns its logs
-// (read through the API server and the kubelet).
-func runProbe(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, ns, image, nodeName string, args ...string) string {
-	t.Helper()
-	pod := probePod("probe", image, nodeName, corev1.RestartPolicyNever, append([]string{"dial"}, args...)...)
-	if _, err := cp.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		p, err := cp.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err == nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
-			logs, err := cp.Client.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
-			if err != nil {
-				t.Fatalf("probe logs: %v", err)
-			}
-			if p.Status.Phase == corev1.PodFailed {
-				t.Fatalf("the probe failed:\n%s", logs)
-			}
-			return string(logs)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("probe not finished after 2m: %+v %v", p.Status, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-func probePod(name, image, nodeName string, restart corev1.RestartPolicy, args ...string) *corev1.Pod {
-	p := restrictedPod(image, nodeName)
-	p.Name = name
-	p.Spec.ServiceAccountName = ""
-	p.Spec.RestartPolicy = restart
-	p.Spec.Containers[0].Args = args
-	return p
 }
