@@ -112,11 +112,11 @@ func leftoversIn(family, dump string, chains bool, cidrs []*net.IPNet) []string 
 		case strings.HasPrefix(line, "*"):
 			table = line[1:]
 		case strings.HasPrefix(line, ":"):
-			if name, _, _ := strings.Cut(line[1:], " "); chains && isProxyChain(name) {
+			if name, _, _ := strings.Cut(line[1:], " "); chains && (isProxyChain(name) || ipv6Firewall(family, name)) {
 				out = append(out, fmt.Sprintf("%s %s chain %s", family, table, name))
 			}
 		case strings.HasPrefix(line, "-A "):
-			if ruleIsProxys(line, chains, cidrs) {
+			if ruleIsProxys(family, line, chains, cidrs) {
 				out = append(out, fmt.Sprintf("%s %s rule %s", family, table, line))
 			}
 		}
@@ -124,13 +124,19 @@ func leftoversIn(family, dump string, chains bool, cidrs []*net.IPNet) []string 
 	return out
 }
 
-func ruleIsProxys(rule string, chains bool, cidrs []*net.IPNet) bool {
+// ipv6Firewall: KUBE-FIREWALL in ip6tables is kube-proxy's alone (the
+// kubelet makes it for IPv4 only).
+func ipv6Firewall(family, chain string) bool {
+	return family == "ip6tables-save" && chain == kubeletFirewallChain
+}
+
+func ruleIsProxys(family, rule string, chains bool, cidrs []*net.IPNet) bool {
 	f := strings.Fields(rule)
 	for i, w := range f {
-		if chains && (w == "-j" || w == "-g") && i+1 < len(f) && isProxyChain(f[i+1]) {
+		if chains && (w == "-j" || w == "-g") && i+1 < len(f) && (isProxyChain(f[i+1]) || ipv6Firewall(family, f[i+1])) {
 			return true
 		}
-		if chains && i == 1 && isProxyChain(w) {
+		if chains && i == 1 && (isProxyChain(w) || ipv6Firewall(family, w)) {
 			return true
 		}
 		for _, c := range cidrs {
@@ -152,9 +158,29 @@ func mentions(w string, c *net.IPNet) bool {
 	return ip != nil && c.Contains(ip)
 }
 
-// chainMissing tells whether table has no chain called chain (IPv4).
-func chainMissing(table, chain string) (bool, error) {
-	out, err := exec.Command("iptables", "-w", "-t", table, "-S", chain).CombinedOutput()
+// families are the iptables commands of the address families kube-proxy
+// programs.
+var families = []string{"iptables", "ip6tables"}
+
+// FirewallChains tells, per family (iptables, ip6tables), whether the
+// filter table has the KUBE-FIREWALL chain: kube-proxy adds it to both and
+// never removes it, the kubelet (IPv4) too, so tests compare before and
+// after.
+func FirewallChains() (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, family := range families {
+		missing, err := chainMissing(family, "filter", kubeletFirewallChain)
+		if err != nil {
+			return nil, err
+		}
+		out[family] = !missing
+	}
+	return out, nil
+}
+
+// chainMissing tells whether table has no chain called chain.
+func chainMissing(family, table, chain string) (bool, error) {
+	out, err := exec.Command(family, "-w", "-t", table, "-S", chain).CombinedOutput()
 	if err == nil {
 		return false, nil
 	}
@@ -162,26 +188,26 @@ func chainMissing(table, chain string) (bool, error) {
 	if errors.As(err, &ee) && ee.ExitCode() == 1 {
 		return true, nil
 	}
-	return false, fmt.Errorf("iptables -t %s -S %s: %w: %s", table, chain, err, strings.TrimSpace(string(out)))
+	return false, fmt.Errorf("%s -t %s -S %s: %w: %s", family, table, chain, err, strings.TrimSpace(string(out)))
 }
 
 // removeFirewallChain deletes KUBE-FIREWALL and the INPUT and OUTPUT jumps
-// to it from the filter table.
-func removeFirewallChain() error {
+// to it from family's filter table.
+func removeFirewallChain(family string) error {
 	for _, from := range []string{"INPUT", "OUTPUT"} {
 		for range 10 {
-			if exec.Command("iptables", "-w", "-t", "filter", "-D", from, "-j", kubeletFirewallChain).Run() != nil {
+			if exec.Command(family, "-w", "-t", "filter", "-D", from, "-j", kubeletFirewallChain).Run() != nil {
 				break
 			}
 		}
 	}
-	if missing, err := chainMissing("filter", kubeletFirewallChain); err != nil || missing {
+	if missing, err := chainMissing(family, "filter", kubeletFirewallChain); err != nil || missing {
 		return err
 	}
-	if err := run("iptables", "-w", "-t", "filter", "-F", kubeletFirewallChain); err != nil {
+	if err := run(family, "-w", "-t", "filter", "-F", kubeletFirewallChain); err != nil {
 		return err
 	}
-	return run("iptables", "-w", "-t", "filter", "-X", kubeletFirewallChain)
+	return run(family, "-w", "-t", "filter", "-X", kubeletFirewallChain)
 }
 
 func isNotFound(err error) bool {

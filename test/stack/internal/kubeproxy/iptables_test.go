@@ -64,6 +64,19 @@ func TestLeftoversIn(t *testing.T) {
 	}
 }
 
+// In ip6tables, KUBE-FIREWALL is kube-proxy's (the kubelet makes it for
+// IPv4 only); in iptables it may be the kubelet's.
+func TestLeftoversInIPv6Firewall(t *testing.T) {
+	const v6 = "*filter\n:INPUT ACCEPT [0:0]\n:KUBE-FIREWALL - [0:0]\n-A INPUT -j KUBE-FIREWALL\nCOMMIT\n"
+	want := []string{"ip6tables-save filter chain KUBE-FIREWALL", "ip6tables-save filter rule -A INPUT -j KUBE-FIREWALL"}
+	if got := leftoversIn("ip6tables-save", v6, true, nil); !slices.Equal(got, want) {
+		t.Errorf("ip6tables:\n got %q\nwant %q", got, want)
+	}
+	if got := leftoversIn("iptables-save", v6, true, nil); len(got) > 0 {
+		t.Errorf("iptables' KUBE-FIREWALL may be the kubelet's, reported %q", got)
+	}
+}
+
 func TestConfigKeepsToTheNode(t *testing.T) {
 	_, pods, _ := net.ParseCIDR("10.213.3.0/24")
 	c := Config{Kubeconfig: "/k", NodeName: "n", NodeIP: net.IPv4(10, 213, 3, 1), PodCIDR: pods}

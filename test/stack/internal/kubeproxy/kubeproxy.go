@@ -35,9 +35,10 @@ type KubeProxy struct {
 	c    Config
 	p    *proc.Process
 	lock *os.File
-	// ownFirewall: the KUBE-FIREWALL chain (the kubelet's, which kube-proxy
-	// copies) did not exist before Start, so Stop removes it.
-	ownFirewall bool
+	// ownFirewall: the families (iptables, ip6tables) where the
+	// KUBE-FIREWALL chain (the kubelet's, which kube-proxy copies into both)
+	// is this kube-proxy's, so Stop removes it there.
+	ownFirewall []string
 	// HealthzURL answers 200 once kube-proxy has synced its rules.
 	HealthzURL string
 }
@@ -92,6 +93,16 @@ func Start(ctx context.Context, c Config) (_ *KubeProxy, err error) {
 			_ = k.Stop()
 		}
 	}()
+	had, err := FirewallChains()
+	if err != nil {
+		return nil, err
+	}
+	// The kubelet makes KUBE-FIREWALL for IPv4 only: in ip6tables it is
+	// always kube-proxy's (a killed one's, as we hold the lock).
+	k.ownFirewall = []string{"ip6tables"}
+	if !had["iptables"] {
+		k.ownFirewall = append(k.ownFirewall, "iptables")
+	}
 	// We hold the lock: any kube-proxy chain now is a killed stack's.
 	if left, err := Leftovers(); err != nil {
 		return nil, err
@@ -99,9 +110,6 @@ func Start(ctx context.Context, c Config) (_ *KubeProxy, err error) {
 		if err := k.cleanup(); err != nil {
 			return nil, fmt.Errorf("sweep a previous kube-proxy's rules: %w", err)
 		}
-	}
-	if k.ownFirewall, err = chainMissing("filter", kubeletFirewallChain); err != nil {
-		return nil, err
 	}
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return nil, err
@@ -129,7 +137,7 @@ func Start(ctx context.Context, c Config) (_ *KubeProxy, err error) {
 		if err := proc.HTTPOK(k.HealthzURL)(ctx); err != nil {
 			return err
 		}
-		if missing, err := chainMissing("nat", "KUBE-SERVICES"); err != nil || missing {
+		if missing, err := chainMissing("iptables", "nat", "KUBE-SERVICES"); err != nil || missing {
 			return errors.Join(errors.New("no KUBE-SERVICES chain in the nat table yet"), err)
 		}
 		return nil
@@ -164,13 +172,14 @@ func (k *KubeProxy) Stop() error {
 }
 
 // cleanup runs kube-proxy --cleanup (every chain and jump it made, both
-// address families) and removes KUBE-FIREWALL if it is this kube-proxy's.
+// address families) and removes KUBE-FIREWALL where this kube-proxy made it.
 func (k *KubeProxy) cleanup() error {
 	if err := run(k.c.Binary, "--cleanup", "--v=0"); err != nil {
 		return err
 	}
-	if k.ownFirewall {
-		return removeFirewallChain()
+	var errs []error
+	for _, family := range k.ownFirewall {
+		errs = append(errs, removeFirewallChain(family))
 	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -42,6 +42,12 @@ func TestServicesAndDNSOnTheRealNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	state := t.TempDir()
+	// KUBE-FIREWALL may be the kubelet's (of another node on this machine):
+	// after the stop it must be as it was before.
+	firewallBefore, err := kubeproxy.FirewallChains()
+	if err != nil {
+		t.Fatal(err)
+	}
 	netw, err := node.SetupNetwork()
 	if err != nil {
 		t.Fatal(err)
@@ -187,5 +193,10 @@ func TestServicesAndDNSOnTheRealNode(t *testing.T) {
 	}
 	for _, left := range Leftovers(t, nodeDir, netw.Bridge, nil, netw.Subnet, netw.ServiceCIDR) {
 		t.Errorf("left behind: %s", left)
+	}
+	if after, err := kubeproxy.FirewallChains(); err != nil {
+		t.Error(err)
+	} else if !kubeproxy.Held() && after["iptables"] && !firewallBefore["iptables"] {
+		t.Error("left behind: iptables filter chain KUBE-FIREWALL (kube-proxy's copy of the kubelet's)")
 	}
 }
