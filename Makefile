@@ -220,13 +220,14 @@ bench-e2e: stack-deps ## Scale benchmark on the local stack (1,000 Pods, 300 dig
 	@echo "end-to-end numbers: dist/bench-e2e.md (copy them into docs/benchmarks.md, section end-to-end)"
 
 # stack-deps builds everything the local stack runs (cached after the first run):
-# the real node's containerd, runc and CNI plugins from apt, and the scan Jobs'
+# the real node's containerd, runc and CNI plugins from apt, CoreDNS (the
+# cluster DNS beside the node's kubelet and kube-proxy), and the scan Jobs'
 # uploader and grype images for the host platform, which the stack's registry
 # serves to the node.
 .PHONY: stack-deps
 stack-deps: kube-assets pg-install
 	hack/deps.sh node
-	hack/tools.sh kwok nats-server grype
+	hack/tools.sh kwok nats-server grype coredns
 	@if [[ -f web/package.json ]]; then $(MAKE) --no-print-directory build-web; fi
 	$(MAKE) --no-print-directory build-operator build-results-api build-uploader build-matcher build-notifier
 	$(MAKE) --no-print-directory image-uploader image-grype PLATFORMS=linux/$$(go env GOARCH)

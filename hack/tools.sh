@@ -4,7 +4,7 @@
 # ~/.cache/crowsnest), keyed by version and wrapper-module checksum, so a fresh
 # clone on the same machine links the cached binary instead of rebuilding.
 #
-#   hack/tools.sh kube|etcd|nats-server|controller-gen|golangci-lint|helm|kwok|oapi-codegen|gotestsum|tilt|kind|grype|actionlint ...
+#   hack/tools.sh kube|etcd|coredns|nats-server|controller-gen|golangci-lint|helm|kwok|oapi-codegen|gotestsum|tilt|kind|grype|actionlint ...
 set -euo pipefail
 shopt -s inherit_errexit
 export GOWORK=off
@@ -88,6 +88,25 @@ etcd() {
 	link "$dir/etcd" "$BIN/k8s/etcd"
 }
 
+# coredns: the local stack's cluster DNS, CoreDNS's own main with the plugins
+# the stack uses (hack/tools/coredns/main.go; the version is that module's
+# require), keyed by the wrapper's go.mod, go.sum and main.go.
+coredns() {
+	local moddir=$ROOT/hack/tools/coredns v
+	v=$(sed -nE 's#^require github\.com/coredns/coredns (v[0-9.]+)$#\1#p' "$moddir/go.mod")
+	local dir
+	dir="$CACHE/coredns-$v-$(cat "$moddir/go.mod" "$moddir/go.sum" "$moddir/main.go" | sha256sum | cut -c1-12)"
+	if [[ ! -x "$dir/coredns" ]]; then
+		log "building coredns $v (first run only; minutes)"
+		local start=$SECONDS
+		rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+		(cd "$moddir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$v" -o "$dir.tmp/coredns" .)
+		rm -rf "$dir" && mv "$dir.tmp" "$dir"
+		log "built coredns in $((SECONDS - start))s"
+	fi
+	link "$dir/coredns" "$BIN/coredns"
+}
+
 # tilt: its own build, because Tilt needs cgo (tree-sitter) and its fork of
 # apimachinery is not in the checksum database.
 tilt() {
@@ -119,6 +138,7 @@ install_one() {
 	case $1 in
 	kube) with_lock kube kube ;;
 	etcd) with_lock etcd etcd ;;
+	coredns) with_lock coredns coredns ;;
 	nats-server) with_lock nats-server go_install nats-server github.com/nats-io/nats-server/v2 "$NATS_SERVER_VERSION" ;;
 	controller-gen) with_lock controller-gen go_install controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "$CONTROLLER_GEN_VERSION" ;;
 	golangci-lint) with_lock golangci-lint go_install golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint "$GOLANGCI_LINT_VERSION" ;;

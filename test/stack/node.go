@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/clusterdns"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/node"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
 )
@@ -43,7 +44,9 @@ func (s *Stack) startNetwork() (map[string]string, error) {
 	if s.pki, err = node.WritePKI(filepath.Join(s.Options.StateDir, "node-pki"), netw.Gateway); err != nil {
 		return nil, err
 	}
-	return s.pki.APIServerArgs(), nil
+	args := s.pki.APIServerArgs()
+	args["service-cluster-ip-range"] = netw.ServiceCIDR.String()
+	return args, nil
 }
 
 // HostIP is the address the stack's services listen on: the node network's
@@ -65,7 +68,7 @@ func (s *Stack) hostAddr(addr string) string {
 
 // startNode pushes the node's pause image and the project's scan images
 // (make images: dist/images/uploader and grype) into the stack's registry,
-// then runs containerd and the kubelet.
+// then runs the cluster DNS, containerd and the kubelet, and kube-proxy.
 func (s *Stack) startNode(ctx context.Context) error {
 	o := s.Options
 	pauseBin := filepath.Join(o.StateDir, "pause")
@@ -93,13 +96,17 @@ func (s *Stack) startNode(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.startClusterDNS(ctx); err != nil {
+		return err
+	}
 	start := time.Now()
 	n, err := node.Start(ctx, node.Config{
 		Dir: filepath.Join(o.StateDir, "node"), LogDir: o.StateDir, Name: NodeName,
 		Kubelet: filepath.Join(o.Bin.KubeAssets, "kubelet"), Kubeconfig: kubeconfig,
 		Network: s.Network, PKI: s.pki, SandboxImage: pauseRef, HTTPRegistries: []string{s.Registry.Host},
-		Labels: map[string]string{NodeLabel: NodeLabelValue},
-		Taints: []corev1.Taint{{Key: NodeTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule}},
+		Labels:     map[string]string{NodeLabel: NodeLabelValue},
+		Taints:     []corev1.Taint{{Key: NodeTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule}},
+		ClusterDNS: []string{s.Network.Gateway.String()}, ClusterDomain: clusterdns.Domain,
 		Client: s.Cluster.Client, Log: s.Log,
 	})
 	if err != nil {
@@ -113,7 +120,7 @@ func (s *Stack) startNode(ctx context.Context) error {
 	})
 	s.Log.Info("real node Ready", "node", NodeName, "took", time.Since(start).Round(time.Millisecond))
 	s.pauseImage = pauseRef
-	return nil
+	return s.startKubeProxy(ctx)
 }
 
 // ScanPodPlacement are the operator flags that put scan Pods on the real

@@ -15,6 +15,7 @@ type Binaries struct {
 	ResultsAPI, Operator, Uploader string
 	Grype, Vulndb, Matcher         string
 	Notifier                       string
+	CoreDNS                        string // the cluster DNS (hack/tools.sh coredns)
 	// Images holds the OCI layouts of make images (<repo>/dist/images): the
 	// scan Jobs' uploader and grype images.
 	Images string
@@ -89,6 +90,7 @@ func (o *Options) defaults() error {
 	def(&o.Bin.Vulndb, filepath.Join(bin, "vulndb"))
 	def(&o.Bin.Matcher, filepath.Join(bin, "matcher"))
 	def(&o.Bin.Notifier, filepath.Join(bin, "notifier"))
+	def(&o.Bin.CoreDNS, filepath.Join(bin, "coredns"))
 	def(&o.Bin.Images, filepath.Join(o.Root, "dist", "images"))
 	def(&o.APIAddr, "127.0.0.1:0")
 	def(&o.ReadAuth, "open")
@@ -118,7 +120,7 @@ func (o *Options) missing() []string {
 	need := []string{filepath.Join(o.Bin.KubeAssets, "kube-apiserver"), o.Bin.Kwok}
 	if !o.ClusterOnly {
 		need = append(need, o.Bin.NATS, o.Bin.ResultsAPI, o.Bin.Operator, o.Bin.Grype, o.Bin.Matcher, o.Bin.Notifier,
-			filepath.Join(o.Bin.KubeAssets, "kubelet"), filepath.Join(o.Bin.Images, "uploader", "index.json"), filepath.Join(o.Bin.Images, "grype", "index.json"))
+			filepath.Join(o.Bin.KubeAssets, "kubelet"), filepath.Join(o.Bin.KubeAssets, "kube-proxy"), o.Bin.CoreDNS, filepath.Join(o.Bin.Images, "uploader", "index.json"), filepath.Join(o.Bin.Images, "grype", "index.json"))
 		if !o.OnlineDB {
 			need = append(need, o.Bin.Vulndb)
 		}

@@ -15,7 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/clusterdns"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/controlplane"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/kubeproxy"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/node"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/proxy"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
@@ -48,6 +50,12 @@ type Stack struct {
 	// the node: containerd and a kubelet that run the scan Pods.
 	Network *node.Network
 	Node    *node.Node
+	// DNS is the cluster DNS (CoreDNS on the gateway, the kubelet's
+	// clusterDNS); KubeProxy routes the Service CIDR
+	// (Network.ServiceCIDR) from the node's Pods, nil when another stack on
+	// this machine runs kube-proxy.
+	DNS       *clusterdns.Server
+	KubeProxy *kubeproxy.KubeProxy
 	// UploaderImage and GrypeImage are the scan Jobs' images, built by make
 	// images and served by Registry.
 	UploaderImage, GrypeImage string

@@ -45,6 +45,13 @@ func (s *Stack) PrintSummary(w io.Writer, took time.Duration) {
 	}
 	fmt.Fprintf(&b, "  Kubernetes    export KUBECONFIG=%s\n", s.Cluster.Kubeconfig)
 	fmt.Fprintf(&b, "                bin/kubectl get scanners,jobs,pods -A\n")
+	if s.DNS != nil {
+		services := "kube-proxy routes ClusterIPs in " + s.Network.ServiceCIDR.String()
+		if s.KubeProxy == nil {
+			services = "ClusterIPs do not route: another stack on this machine runs kube-proxy"
+		}
+		fmt.Fprintf(&b, "  Cluster DNS   %s (CoreDNS, *.svc.cluster.local for the real node's Pods); %s\n", s.DNS.Addr, services)
+	}
 	fmt.Fprintf(&b, "  Logs          %s/*.log\n", s.Options.StateDir)
 	fmt.Fprintf(&b, "  Real node     %s (containerd + kubelet): scan Pods run there, e.g.\n", NodeName)
 	fmt.Fprintf(&b, "                bin/kubectl logs -n demo -l app.kubernetes.io/name=crowsnest-scan -c grype\n")

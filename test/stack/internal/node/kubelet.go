@@ -21,8 +21,10 @@ import (
 // "A real node runs here"): cgroupfs without per-QoS cgroups or node
 // allocatable enforcement on cgroup v1; the kubelet's API on the node's
 // address with client certificates only; Pod logs, and everything else,
-// under the node's directory; no DNS from the host (Pods only talk to the
-// stack, by address).
+// under the node's directory; no DNS from the host: Pods resolve through
+// the stack's cluster DNS (ClusterDNS) or not at all. The kubelet writes no
+// iptables rules (makeIPTablesUtilChains: false): the host's ruleset is
+// kube-proxy's to touch, and kube-proxy removes what it wrote.
 func kubeletConfig(c Config, port int, endpoint string) string {
 	var taints strings.Builder
 	for _, t := range c.Taints {
@@ -31,6 +33,12 @@ func kubeletConfig(c Config, port int, endpoint string) string {
 	tl := "registerWithTaints: []\n"
 	if taints.Len() > 0 {
 		tl = "registerWithTaints:\n" + taints.String()
+	}
+	if len(c.ClusterDNS) > 0 {
+		tl += fmt.Sprintf("clusterDomain: %q\nclusterDNS:\n", c.ClusterDomain)
+		for _, ip := range c.ClusterDNS {
+			tl += fmt.Sprintf("- %q\n", ip)
+		}
 	}
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -58,6 +66,7 @@ failSwapOn: false
 localStorageCapacityIsolation: true
 podLogsDir: %q
 resolvConf: ""
+makeIPTablesUtilChains: false
 serializeImagePulls: false
 maxPods: 32
 evictionHard:

@@ -28,6 +28,10 @@ type Network struct {
 	Bridge  string     // crowsnest<Index>
 	Subnet  *net.IPNet // 10.213.<Index>.0/24
 	Gateway net.IP     // 10.213.<Index>.1, on the bridge
+	// ServiceCIDR is the stack's --service-cluster-ip-range,
+	// 10.213.<128+Index>.0/24: ClusterIPs (and kube-proxy's rules) stay
+	// inside the 10.213.0.0/16 the stacks own, one /24 per stack.
+	ServiceCIDR *net.IPNet
 
 	lock *os.File
 }
@@ -49,8 +53,9 @@ func SetupNetwork() (*Network, error) {
 			continue
 		}
 		n := &Network{Index: i, Bridge: "crowsnest" + strconv.Itoa(i), lock: f,
-			Gateway: net.IPv4(10, 213, byte(i), 1).To4(),
-			Subnet:  &net.IPNet{IP: net.IPv4(10, 213, byte(i), 0).To4(), Mask: net.CIDRMask(24, 32)}}
+			Gateway:     net.IPv4(10, 213, byte(i), 1).To4(),
+			Subnet:      &net.IPNet{IP: net.IPv4(10, 213, byte(i), 0).To4(), Mask: net.CIDRMask(24, 32)},
+			ServiceCIDR: &net.IPNet{IP: net.IPv4(10, 213, byte(128+i), 0).To4(), Mask: net.CIDRMask(24, 32)}}
 		if err := n.create(); err != nil {
 			_ = n.Close()
 			return nil, err
@@ -110,8 +115,10 @@ func OthersRunning() bool {
 }
 
 // CNIConfig is the conflist containerd's CRI plugin uses: the bridge, with
-// host-local addresses kept under dir (not /var/lib/cni). No masquerading:
-// Pods reach only the host's gateway address.
+// host-local addresses kept under dir (not /var/lib/cni). No masquerading
+// and no default route: Pods reach their subnet (the host's gateway
+// address among it) and, through the gateway, the Service CIDR, where
+// kube-proxy's rules take over.
 func (n *Network) CNIConfig(ipamDir string) string {
 	return fmt.Sprintf(`{
   "cniVersion": "1.0.0",
@@ -126,12 +133,13 @@ func (n *Network) CNIConfig(ipamDir string) string {
       "ipam": {
         "type": "host-local",
         "ranges": [[{"subnet": %q, "gateway": %q}]],
+        "routes": [{"dst": %q}],
         "dataDir": %q
       }
     }
   ]
 }
-`, n.Index, n.Bridge, n.Subnet.String(), n.Gateway.String(), ipamDir)
+`, n.Index, n.Bridge, n.Subnet.String(), n.Gateway.String(), n.ServiceCIDR.String(), ipamDir)
 }
 
 func linkExists(name string) bool {

@@ -38,9 +38,13 @@ type Config struct {
 	HTTPRegistries []string // host:port of registries containerd pulls from over plain HTTP
 	Labels         map[string]string
 	Taints         []corev1.Taint
-	Client         kubernetes.Interface // waits for the Node to be Ready
-	Verbosity      int                  // kubelet --v
-	Log            *slog.Logger
+	// ClusterDNS is the kubelet's clusterDNS (the stack's CoreDNS), under
+	// ClusterDomain; empty: Pods get no nameserver at all.
+	ClusterDNS    []string
+	ClusterDomain string
+	Client        kubernetes.Interface // waits for the Node to be Ready
+	Verbosity     int                  // kubelet --v
+	Log           *slog.Logger
 }
 
 // Node is a running kubelet with containerd.

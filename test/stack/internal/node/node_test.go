@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/controlplane"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/kubeproxy"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/node"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
 )
@@ -158,7 +159,7 @@ func TestNodeRunsAPodAndLeavesNothing(t *testing.T) {
 	if results, _ := filepath.Glob("/var/lib/cni/results/crowsnest-" + strconv.Itoa(netw.Index) + "-*"); len(results) > 0 {
 		t.Errorf("left behind: CNI results %v", results)
 	}
-	for _, left := range Leftovers(t, nodeDir, bridge, absent) {
+	for _, left := range Leftovers(t, nodeDir, bridge, absent, netw.Subnet, netw.ServiceCIDR) {
 		t.Errorf("left behind: %s", left)
 	}
 }
@@ -179,12 +180,14 @@ func restrictedPod(image, nodeName string) *corev1.Pod {
 	}
 }
 
-// Leftovers lists what a stopped node left: its processes, mounts under
-// its directory, its bridge and the veths on it, network namespace files.
-func Leftovers(t *testing.T, nodeDir, bridge string, hostPaths []string) []string {
+// Leftovers lists what a stopped node left: its processes (with the
+// kube-proxy and CoreDNS beside it), mounts under its directory, its bridge
+// and the veths on it, network namespace files, and kube-proxy's iptables
+// chains and any rule naming an address in cidrs (IPv4 and IPv6).
+func Leftovers(t *testing.T, nodeDir, bridge string, hostPaths []string, cidrs ...*net.IPNet) []string {
 	t.Helper()
 	var out []string
-	for _, comm := range []string{"containerd", "containerd-shim-runc-v2", "kubelet"} {
+	for _, comm := range []string{"containerd", "containerd-shim-runc-v2", "kubelet", "kube-proxy", "coredns"} {
 		for _, pid := range pidsOf(t, comm) {
 			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 			if strings.Contains(string(cmdline), filepath.Dir(nodeDir)) {
@@ -210,7 +213,16 @@ func Leftovers(t *testing.T, nodeDir, bridge string, hostPaths []string) []strin
 			out = append(out, "path "+p)
 		}
 	}
-	return out
+	leftovers := kubeproxy.Leftovers
+	if kubeproxy.Held() {
+		// Another stack's kube-proxy: its chains are rightly there.
+		leftovers = kubeproxy.Naming
+	}
+	rules, err := leftovers(cidrs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out, rules...)
 }
 
 func pidsOf(t *testing.T, comm string) []int {

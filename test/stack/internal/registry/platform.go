@@ -17,20 +17,24 @@ const refNameAnnotation = "org.opencontainers.image.ref.name"
 // PauseImage is the node's Pod-sandbox image: a static program that waits
 // for a signal (what registry.k8s.io/pause does), built here so the node
 // pulls nothing from outside.
-func PauseImage(binary string) (Built, error) {
+func PauseImage(binary string) (Built, error) { return ProgramImage("pause", "3.10", binary) }
+
+// ProgramImage is an image holding one static program, /<name>, as its
+// entrypoint (the pause program, the tests' network probe).
+func ProgramImage(prog, tag, binary string) (Built, error) {
 	bin, err := os.ReadFile(binary)
 	if err != nil {
-		return Built{}, fmt.Errorf("read pause binary: %w", err)
+		return Built{}, fmt.Errorf("read %s binary: %w", prog, err)
 	}
-	l, err := layer(map[string]file{"pause": {mode: 0o755, data: bin}})
+	l, err := layer(map[string]file{prog: {mode: 0o755, data: bin}})
 	if err != nil {
 		return Built{}, err
 	}
-	img, err := image([]string{"/pause"}, l)
+	img, err := image([]string{"/" + prog}, l)
 	if err != nil {
 		return Built{}, err
 	}
-	return Built{Name: "pause", Tag: "3.10", Image: img}, nil
+	return Built{Name: prog, Tag: tag, Image: img}, nil
 }
 
 // PushPlatform pushes a platform image (the pause image) to

@@ -1,0 +1,66 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/clusterdns"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/kubeproxy"
+)
+
+// startClusterDNS runs CoreDNS on the node network's gateway, port 53, with
+// a read-only identity: the kubelet's clusterDNS, so `*.svc.cluster.local`
+// resolves in the real node's Pods (and nothing outside the cluster does).
+func (s *Stack) startClusterDNS(ctx context.Context) error {
+	kubeconfig, err := s.Cluster.AddUser(clusterdns.User, nil, "coredns.kubeconfig")
+	if err != nil {
+		return err
+	}
+	if err := clusterdns.Grant(ctx, s.Cluster.Client); err != nil {
+		return err
+	}
+	start := time.Now()
+	dns, err := clusterdns.Start(ctx, clusterdns.Config{Binary: s.Options.Bin.CoreDNS, Dir: filepath.Join(s.Options.StateDir, "coredns"),
+		LogDir: s.Options.StateDir, Kubeconfig: kubeconfig, Address: s.Network.Gateway})
+	if err != nil {
+		return fmt.Errorf("cluster DNS: %w", err)
+	}
+	s.DNS = dns
+	s.closers = append(s.closers, func() { _ = dns.Stop() })
+	s.Log.Info("cluster DNS ready", "address", dns.Addr, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// startKubeProxy runs kube-proxy for the real node, as system:kube-proxy
+// (which the API server's bootstrap policy binds to system:node-proxier).
+// Its chains are machine-wide: when another stack on this machine runs
+// kube-proxy, this one goes on without it (ClusterIP Services then do not
+// route from its Pods; DNS still answers) and says so.
+func (s *Stack) startKubeProxy(ctx context.Context) error {
+	kubeconfig, err := s.Cluster.AddUser("system:kube-proxy", nil, "kube-proxy.kubeconfig")
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	kp, err := kubeproxy.Start(ctx, kubeproxy.Config{Binary: filepath.Join(s.Options.Bin.KubeAssets, "kube-proxy"),
+		Dir: filepath.Join(s.Options.StateDir, "kube-proxy"), LogDir: s.Options.StateDir, Kubeconfig: kubeconfig,
+		NodeName: NodeName, NodeIP: s.Network.Gateway, PodCIDR: s.Network.Subnet, ServiceCIDR: s.Network.ServiceCIDR})
+	if errors.Is(err, kubeproxy.ErrBusy) {
+		s.Log.Warn("kube-proxy not started: ClusterIP Services do not route from the real node's Pods", "error", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.KubeProxy = kp
+	s.closers = append(s.closers, func() {
+		if err := kp.Stop(); err != nil {
+			s.Log.Error("stop kube-proxy", "error", err)
+		}
+	})
+	s.Log.Info("kube-proxy ready", "services", s.Network.ServiceCIDR.String(), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
