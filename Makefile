@@ -208,9 +208,12 @@ bench-smoke: kube-assets pg-install tool-gotestsum ## Run every Go benchmark onc
 
 .PHONY: e2e
 e2e: GOTESTSUM_FORMAT := standard-verbose
+# -p 1: one package at a time, so the node tests (internal/node) and the
+# end-to-end stack never run two real nodes at once (kube-proxy's chains and
+# the kubelet's host paths are machine-wide).
 e2e: stack-deps tool-gotestsum ## End-to-end tests on the local stack (test/stack, tests in test/stack/e2e): real control plane, kwok, a real node (kubelet + containerd) for scan Pods, registry, Grype, NATS, Postgres, results-api, matcher, notifier, operator.
 	hack/deps.sh chromium
-	$(timed) $(call gotest,e2e,$(E2E_MODULE),,-count=1 -race -timeout=40m -v -run '$(E2E_RUN)' ./...)
+	$(timed) $(call gotest,e2e,$(E2E_MODULE),,-count=1 -race -p 1 -timeout=40m -v -run '$(E2E_RUN)' ./...)
 
 .PHONY: bench-e2e
 bench-e2e: stack-deps ## Scale benchmark on the local stack (1,000 Pods, 300 digests, 10 namespaces); numbers go to docs/benchmarks.md.
