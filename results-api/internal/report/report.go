@@ -145,7 +145,10 @@ type Summary struct {
 	Counts   Counts
 	Fixable  int
 	Findings int
-	Scan     *ScanStatus
+	// FindingsFingerprint is the stored findings' finding.Fingerprint (nil
+	// for reports stored before results-api kept it).
+	FindingsFingerprint []byte
+	Scan                *ScanStatus
 	// RunningIn lists the workloads running the digest now, as far as the
 	// reader may see (filled by lists and details only).
 	RunningIn []Workload
