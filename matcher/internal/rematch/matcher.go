@@ -177,7 +177,7 @@ func (m *Matcher) Match(ctx context.Context, bom []byte) ([]byte, []Finding, err
 	}
 	defer func() { <-m.sem }()
 
-	packages, pkgContext, s, err := pkg.ProvideFromReader(bytes.NewReader(bom), m.cfg.provider)
+	packages, pkgContext, s, err := pkg.ProvideFromReader(parsedReader{bytes.NewReader(bom)}, m.cfg.provider)
 	if err != nil {
 		return nil, nil, fmt.Errorf("decode SBOM: %w", err)
 	}
@@ -234,6 +234,7 @@ func (m *Matcher) present(doc models.Document, s *sbom.SBOM) ([]byte, []Finding,
 	if err := enc.EncodeVersion(bom, bom.SpecVersion); err != nil {
 		return nil, nil, fmt.Errorf("encode CycloneDX: %w", err)
 	}
+	work.encodes.Add(1)
 	return buf.Bytes(), FindingsOf(bom), nil
 }
 
@@ -257,6 +258,7 @@ func checkCycloneDX(bom []byte) error {
 		BOMFormat   string `json:"bomFormat"`
 		SpecVersion string `json:"specVersion"`
 	}
+	work.bomBytesParsed.Add(int64(len(bom)))
 	if err := json.Unmarshal(bom, &head); err != nil {
 		return fmt.Errorf("%w: %w", ErrNotCycloneDX, err)
 	}

@@ -206,6 +206,7 @@ func (p *Pass) handle(ctx context.Context, m *Matcher, ref ReportRef, wasUploadi
 		return p.fail(ctx, log, "fetch BOM", err), true
 	}
 	var stored cdx.BOM
+	work.bomBytesParsed.Add(int64(len(bom)))
 	if err := json.Unmarshal(bom, &stored); err != nil {
 		return p.fail(ctx, log, "decode stored BOM", err), true
 	}

@@ -87,7 +87,7 @@ func storeFixtures(t *testing.T, srv *apitest.Server) []stored {
 	return out
 }
 
-func httpClient(t *testing.T, srv *apitest.Server) *HTTPClient {
+func httpClient(t testing.TB, srv *apitest.Server) *HTTPClient {
 	t.Helper()
 	tok := filepath.Join(t.TempDir(), "token")
 	// apitest's write token is the admin scope: its auth cannot express the
