@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/inventory"
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsclient"
@@ -33,21 +33,21 @@ func (s *seeded) reportInventory(t *testing.T, ns string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byWorkload := map[[2]string]*evv1.InventoryWorkload{}
+	byWorkload := map[[2]string]*eventsv1.InventoryWorkload{}
 	for digest, ws := range inventory.Workloads(pods.Items) {
 		for _, w := range ws {
 			k := [2]string{w.Kind, w.Name}
 			iw := byWorkload[k]
 			if iw == nil {
-				iw = &evv1.InventoryWorkload{Kind: w.Kind, Name: w.Name}
+				iw = &eventsv1.InventoryWorkload{Kind: w.Kind, Name: w.Name}
 				byWorkload[k] = iw
 			}
 			for _, c := range w.Containers {
-				iw.Containers = append(iw.Containers, evv1.InventoryContainer{Name: c, Image: "img", Digest: digest, Pods: w.Pods})
+				iw.Containers = append(iw.Containers, eventsv1.InventoryContainer{Name: c, Image: "img", Digest: digest, Pods: w.Pods})
 			}
 		}
 	}
-	snap := evv1.InventorySnapshot{Namespace: ns, Workloads: []evv1.InventoryWorkload{}}
+	snap := eventsv1.InventorySnapshot{Namespace: ns, Workloads: []eventsv1.InventoryWorkload{}}
 	for _, w := range byWorkload {
 		sort.Slice(w.Containers, func(i, j int) bool {
 			a, b := w.Containers[i], w.Containers[j]
@@ -60,7 +60,7 @@ func (s *seeded) reportInventory(t *testing.T, ns string) {
 		return a.Kind < b.Kind || (a.Kind == b.Kind && a.Name < b.Name)
 	})
 	snapshotSeq++
-	ev, err := evv1.New(evv1.SourceOperator, evv1.TypeInventorySnapshot, evv1.InventoryID(snap), "", time.Now(), snap)
+	ev, err := eventsv1.New(eventsv1.SourceOperator, eventsv1.TypeInventorySnapshot, eventsv1.InventoryID(snap), "", time.Now(), snap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func (s *seeded) reportInventory(t *testing.T, ns string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.js.Publish(ctx, evv1.SubjectInventorySnapshot, data, jetstream.WithMsgID(ev.ID)); err != nil {
+	if _, err := s.js.Publish(ctx, eventsv1.SubjectInventorySnapshot, data, jetstream.WithMsgID(ev.ID)); err != nil {
 		t.Fatal(err)
 	}
 

@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/test/support"
 	"github.com/crowsnest-dev/crowsnest/test/support/kubetest"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
@@ -126,7 +126,7 @@ func startSeeded(t *testing.T) *seeded {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := evv1.EnsureStream(ctx, js); err != nil {
+	if _, err := eventsv1.EnsureStream(ctx, js); err != nil {
 		t.Fatal(err)
 	}
 	s := &seeded{Server: apitest.Start(t, apitest.WithNATS(natsURL)), dir: dir, fx: fx, js: js}

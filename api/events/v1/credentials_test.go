@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	v1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 )
 
 func TestCredentialsOptions(t *testing.T) {
@@ -19,19 +19,19 @@ func TestCredentialsOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, tc := range map[string]struct {
-		c    v1.Credentials
+		c    eventsv1.Credentials
 		opts int
 		err  bool
 	}{
-		"none":                {v1.Credentials{}, 0, false},
-		"user and password":   {v1.Credentials{User: "operator", PasswordFile: pw}, 1, false},
-		"user alone":          {v1.Credentials{User: "operator"}, 0, true},
-		"password alone":      {v1.Credentials{PasswordFile: pw}, 0, true},
-		"empty password file": {v1.Credentials{User: "operator", PasswordFile: empty}, 0, true},
-		"missing password":    {v1.Credentials{User: "operator", PasswordFile: filepath.Join(dir, "nope")}, 0, true},
-		"missing creds file":  {v1.Credentials{CredsFile: filepath.Join(dir, "nope.creds")}, 0, true},
-		"bad nkey seed":       {v1.Credentials{NKeyFile: pw}, 0, true},
-		"two kinds at once":   {v1.Credentials{User: "operator", PasswordFile: pw, CredsFile: pw}, 0, true},
+		"none":                {eventsv1.Credentials{}, 0, false},
+		"user and password":   {eventsv1.Credentials{User: "operator", PasswordFile: pw}, 1, false},
+		"user alone":          {eventsv1.Credentials{User: "operator"}, 0, true},
+		"password alone":      {eventsv1.Credentials{PasswordFile: pw}, 0, true},
+		"empty password file": {eventsv1.Credentials{User: "operator", PasswordFile: empty}, 0, true},
+		"missing password":    {eventsv1.Credentials{User: "operator", PasswordFile: filepath.Join(dir, "nope")}, 0, true},
+		"missing creds file":  {eventsv1.Credentials{CredsFile: filepath.Join(dir, "nope.creds")}, 0, true},
+		"bad nkey seed":       {eventsv1.Credentials{NKeyFile: pw}, 0, true},
+		"two kinds at once":   {eventsv1.Credentials{User: "operator", PasswordFile: pw, CredsFile: pw}, 0, true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			opts, err := tc.c.Options()

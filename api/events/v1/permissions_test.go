@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	v1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 )
 
 // TestOperatorPermissionsAreExactlyWhatItUses pins the operator's NATS
@@ -15,9 +15,9 @@ import (
 // other consumer, no consumer deletion, and it receives messages only on its
 // inbox (the consumer delivers there).
 func TestOperatorPermissionsAreExactlyWhatItUses(t *testing.T) {
-	p := v1.Permissions(v1.UserOperator)
+	p := eventsv1.Permissions(eventsv1.UserOperator)
 	want := []string{
-		v1.SubjectImageNeeded, v1.SubjectJobDone, v1.SubjectInventorySnapshot,
+		eventsv1.SubjectImageNeeded, eventsv1.SubjectJobDone, eventsv1.SubjectInventorySnapshot,
 		"$JS.API.INFO", "$JS.API.STREAM.INFO.CROWSNEST", "$JS.API.STREAM.CREATE.CROWSNEST",
 		"$JS.API.CONSUMER.CREATE.CROWSNEST.operator-report-deleted.crowsnest.report.deleted",
 		"$JS.API.CONSUMER.INFO.CROWSNEST.operator-report-deleted",
@@ -40,7 +40,7 @@ func TestOperatorPermissionsAreExactlyWhatItUses(t *testing.T) {
 			t.Errorf("operator's deny list lacks %q", d)
 		}
 	}
-	if !slices.Contains(v1.ServiceConsumers, v1.ConsumerOperatorReportDeleted) {
-		t.Errorf("%s is not reserved from other tools (ServiceConsumers %q)", v1.ConsumerOperatorReportDeleted, v1.ServiceConsumers)
+	if !slices.Contains(eventsv1.ServiceConsumers, eventsv1.ConsumerOperatorReportDeleted) {
+		t.Errorf("%s is not reserved from other tools (ServiceConsumers %q)", eventsv1.ConsumerOperatorReportDeleted, eventsv1.ServiceConsumers)
 	}
 }

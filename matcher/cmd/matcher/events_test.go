@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/matcher/dbwrite/advisory"
 	"github.com/crowsnest-dev/crowsnest/matcher/internal/events"
 	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
@@ -30,16 +30,16 @@ type streamReader struct {
 	t   *testing.T
 	js  jetstream.JetStream
 	c   jetstream.Consumer
-	all []evv1.Event
+	all []eventsv1.Event
 }
 
 // events returns every event the stream received so far.
-func (r *streamReader) events() []evv1.Event {
+func (r *streamReader) events() []eventsv1.Event {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if r.c == nil {
-		s, err := r.js.Stream(ctx, evv1.StreamName)
+		s, err := r.js.Stream(ctx, eventsv1.StreamName)
 		if err != nil {
 			return nil // not created yet
 		}
@@ -52,7 +52,7 @@ func (r *streamReader) events() []evv1.Event {
 		r.t.Fatal(err)
 	}
 	for m := range batch.Messages() {
-		ev, err := evv1.Parse(m.Subject(), m.Data(), time.Now(), time.Minute)
+		ev, err := eventsv1.Parse(m.Subject(), m.Data(), time.Now(), time.Minute)
 		if err != nil {
 			r.t.Fatalf("invalid event on %s: %v", m.Subject(), err)
 		}
@@ -67,8 +67,8 @@ func (r *streamReader) events() []evv1.Event {
 	return r.all
 }
 
-func ofType(evs []evv1.Event, typ string) []evv1.Event {
-	var out []evv1.Event
+func ofType(evs []eventsv1.Event, typ string) []eventsv1.Event {
+	var out []eventsv1.Event
 	for _, e := range evs {
 		if e.Type == typ {
 			out = append(out, e)
@@ -79,13 +79,13 @@ func ofType(evs []evv1.Event, typ string) []evv1.Event {
 
 // waitEvents waits until the stream holds exactly want of each type, then
 // gives the matcher time to publish a duplicate and checks the counts stay.
-func waitEvents(t *testing.T, r *streamReader, updated, done int) []evv1.Event {
+func waitEvents(t *testing.T, r *streamReader, updated, done int) []eventsv1.Event {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
-	var evs []evv1.Event
+	var evs []eventsv1.Event
 	for {
 		evs = r.events()
-		u, d := len(ofType(evs, evv1.TypeVulnDBUpdated)), len(ofType(evs, evv1.TypeRematchDone))
+		u, d := len(ofType(evs, eventsv1.TypeVulnDBUpdated)), len(ofType(evs, eventsv1.TypeRematchDone))
 		if u > updated || d > done {
 			t.Fatalf("stream holds %d vulndb.updated and %d rematch.done, want %d and %d", u, d, updated, done)
 		}
@@ -103,25 +103,25 @@ func waitEvents(t *testing.T, r *streamReader, updated, done int) []evv1.Event {
 	return evs
 }
 
-func rematchDone(t *testing.T, ev evv1.Event) evv1.RematchDone {
+func rematchDone(t *testing.T, ev eventsv1.Event) eventsv1.RematchDone {
 	t.Helper()
-	var p evv1.RematchDone
+	var p eventsv1.RematchDone
 	if err := ev.Decode(&p); err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-func vulnDBUpdated(t *testing.T, ev evv1.Event) evv1.VulnDBUpdated {
+func vulnDBUpdated(t *testing.T, ev eventsv1.Event) eventsv1.VulnDBUpdated {
 	t.Helper()
-	var p evv1.VulnDBUpdated
+	var p eventsv1.VulnDBUpdated
 	if err := ev.Decode(&p); err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-func checkDone(t *testing.T, ev evv1.Event, dbBuilt time.Time, total, changed, unchanged, failed int) {
+func checkDone(t *testing.T, ev eventsv1.Event, dbBuilt time.Time, total, changed, unchanged, failed int) {
 	t.Helper()
 	p := rematchDone(t, ev)
 	got := fmt.Sprintf("db %s total %d changed %d unchanged %d failed %d", p.DBBuilt.UTC().Format(time.RFC3339), p.ReportsTotal, p.ReportsChanged, p.ReportsUnchanged, p.ReportsFailed)
@@ -160,7 +160,7 @@ func rematchChanges(t *testing.T, api *apitest.Server) map[string][]string {
 		if c.Baseline {
 			continue
 		}
-		if c.Cause != string(evv1.CauseRescan) {
+		if c.Cause != string(eventsv1.CauseRescan) {
 			t.Errorf("listed change %+v", c)
 		}
 		b, _ := time.Parse(time.RFC3339, c.DBBuilt)
@@ -191,7 +191,7 @@ func digestsOf(reps []storedReport, names map[string]bool) []string {
 // down, DB 3 is uploaded and re-matched, the matcher is restarted while
 // NATS is still down, and NATS comes back: both events arrive, once.
 func TestServeRematchAndEvents(t *testing.T) {
-	pw := map[evv1.User]string{evv1.UserMatcher: "pw-matcher", evv1.UserReader: "pw-reader"}
+	pw := map[eventsv1.User]string{eventsv1.UserMatcher: "pw-matcher", eventsv1.UserReader: "pw-reader"}
 	ns, natsURL := natstest.StartAuthT(t, pw)
 	api := apitest.Start(t)
 	reps := storeFixtures(t, api)
@@ -206,12 +206,12 @@ func TestServeRematchAndEvents(t *testing.T) {
 		// matcher's service-account token with the rematch scope: apitest's
 		// auth cannot run a TokenReview.
 		"--results-api-token-file", writeFile(t, "rematch-token", api.Token),
-		"--nats-url", natsURL, "--nats-user", string(evv1.UserMatcher),
-		"--nats-password-file", writeFile(t, "nats-pw", pw[evv1.UserMatcher]),
+		"--nats-url", natsURL, "--nats-user", string(eventsv1.UserMatcher),
+		"--nats-password-file", writeFile(t, "nats-pw", pw[eventsv1.UserMatcher]),
 	}
 	s := startServe(t, args)
 
-	rc, err := nats.Connect(natsURL, nats.UserInfo(string(evv1.UserReader), pw[evv1.UserReader]))
+	rc, err := nats.Connect(natsURL, nats.UserInfo(string(eventsv1.UserReader), pw[eventsv1.UserReader]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,19 +225,19 @@ func TestServeRematchAndEvents(t *testing.T) {
 	// DB 1 is the DB the fixtures were matched with: nothing changes.
 	uploadDB(t, s.base, admin, advisory.Real, built)
 	evs := waitEvents(t, r, 1, 1)
-	if p := vulnDBUpdated(t, ofType(evs, evv1.TypeVulnDBUpdated)[0]); !p.Built.Equal(built) || p.Source != events.SourceImport || p.PreviousBuilt != nil {
+	if p := vulnDBUpdated(t, ofType(evs, eventsv1.TypeVulnDBUpdated)[0]); !p.Built.Equal(built) || p.Source != events.SourceImport || p.PreviousBuilt != nil {
 		t.Errorf("first vulndb.updated %+v", p)
 	}
-	checkDone(t, ofType(evs, evv1.TypeRematchDone)[0], built, 5, 0, 5, 0)
+	checkDone(t, ofType(evs, eventsv1.TypeRematchDone)[0], built, 5, 0, 5, 0)
 
 	// DB 2 changes three of the five reports.
 	db2 := built.Add(24 * time.Hour)
 	uploadDB(t, s.base, admin, changedAdvisories(), db2)
 	evs = waitEvents(t, r, 2, 2)
-	if p := vulnDBUpdated(t, ofType(evs, evv1.TypeVulnDBUpdated)[1]); !p.Built.Equal(db2) || p.PreviousBuilt == nil || !p.PreviousBuilt.Equal(built) {
+	if p := vulnDBUpdated(t, ofType(evs, eventsv1.TypeVulnDBUpdated)[1]); !p.Built.Equal(db2) || p.PreviousBuilt == nil || !p.PreviousBuilt.Equal(built) {
 		t.Errorf("second vulndb.updated %+v", p)
 	}
-	checkDone(t, ofType(evs, evv1.TypeRematchDone)[1], db2, 5, 3, 2, 0)
+	checkDone(t, ofType(evs, eventsv1.TypeRematchDone)[1], db2, 5, 3, 2, 0)
 	wantChanged := digestsOf(reps, changedByDB2)
 	if got := rematchChanges(t, api); len(got) != 1 || !slices.Equal(got[db2.Format(time.RFC3339)], wantChanged) {
 		t.Errorf("results-api rematch changes %v, want %s: %v", got, db2.Format(time.RFC3339), wantChanged)
@@ -256,7 +256,7 @@ func TestServeRematchAndEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 		if p := ob.Pending(); len(p) == 2 {
-			if p[0].Type != evv1.TypeVulnDBUpdated || p[1].Type != evv1.TypeRematchDone {
+			if p[0].Type != eventsv1.TypeVulnDBUpdated || p[1].Type != eventsv1.TypeRematchDone {
 				t.Fatalf("pending %s, %s", p[0].Type, p[1].Type)
 			}
 			break
@@ -275,10 +275,10 @@ func TestServeRematchAndEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs = waitEvents(t, r, 3, 3)
-	if p := vulnDBUpdated(t, ofType(evs, evv1.TypeVulnDBUpdated)[2]); !p.Built.Equal(db3) || p.PreviousBuilt == nil || !p.PreviousBuilt.Equal(db2) {
+	if p := vulnDBUpdated(t, ofType(evs, eventsv1.TypeVulnDBUpdated)[2]); !p.Built.Equal(db3) || p.PreviousBuilt == nil || !p.PreviousBuilt.Equal(db2) {
 		t.Errorf("third vulndb.updated %+v", p)
 	}
-	checkDone(t, ofType(evs, evv1.TypeRematchDone)[2], db3, 5, 3, 2, 0)
+	checkDone(t, ofType(evs, eventsv1.TypeRematchDone)[2], db3, 5, 3, 2, 0)
 	got := rematchChanges(t, api)
 	if !slices.Equal(got[db3.Format(time.RFC3339)], wantChanged) || !slices.Equal(got[db2.Format(time.RFC3339)], wantChanged) || len(got) != 2 {
 		t.Errorf("results-api rematch changes %v", got)
@@ -312,7 +312,7 @@ func TestServeRematchAndEvents(t *testing.T) {
 		// published (nothing pending), not for the first state that has
 		// a pending file.
 		if _, err := os.Stat(filepath.Join(pendingDir, events.PendingFile)); err == nil && len(ob.Pending()) == 0 &&
-			ob.Has(ofType(evs, evv1.TypeVulnDBUpdated)[2].ID) && ob.Has(ofType(evs, evv1.TypeRematchDone)[2].ID) {
+			ob.Has(ofType(evs, eventsv1.TypeVulnDBUpdated)[2].ID) && ob.Has(ofType(evs, eventsv1.TypeRematchDone)[2].ID) {
 			break
 		}
 		if time.Now().After(deadline) {

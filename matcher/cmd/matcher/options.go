@@ -11,7 +11,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/api/cli"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/matcher/internal/dbserve"
 	"github.com/crowsnest-dev/crowsnest/matcher/internal/vulndb"
 )
@@ -38,7 +38,7 @@ type serveOptions struct {
 	rematchConcurrency                 int
 	// Events (off without a NATS URL).
 	natsURL string
-	nats    evv1.Credentials
+	nats    eventsv1.Credentials
 }
 
 type envFunc func(key, def string) string

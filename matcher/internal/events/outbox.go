@@ -9,7 +9,7 @@ import (
 	"slices"
 	"sync"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 )
 
 // PendingFile is the name of the outbox's file in its directory.
@@ -37,8 +37,8 @@ type Outbox struct {
 }
 
 type outboxState struct {
-	Version int          `json:"version"`
-	Pending []evv1.Event `json:"pending"`
+	Version int              `json:"version"`
+	Pending []eventsv1.Event `json:"pending"`
 	// Queued lists the ids of the last events taken, published or not.
 	Queued []string `json:"queued"`
 }
@@ -73,10 +73,10 @@ func OpenOutbox(dir string) (*Outbox, error) {
 // Add queues ev durably. It returns false, and queues nothing, when an event
 // with ev's id was queued recently, and dropped > 0 when the file was full
 // and that many of the oldest events went to make room.
-func (o *Outbox) Add(ev evv1.Event) (added bool, dropped int, err error) {
+func (o *Outbox) Add(ev eventsv1.Event) (added bool, dropped int, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if slices.Contains(o.state.Queued, ev.ID) || slices.ContainsFunc(o.state.Pending, func(p evv1.Event) bool { return p.ID == ev.ID }) {
+	if slices.Contains(o.state.Queued, ev.ID) || slices.ContainsFunc(o.state.Pending, func(p eventsv1.Event) bool { return p.ID == ev.ID }) {
 		return false, 0, nil // Has, under the same lock
 	}
 	next := o.state
@@ -100,11 +100,11 @@ func (o *Outbox) Add(ev evv1.Event) (added bool, dropped int, err error) {
 func (o *Outbox) Has(id string) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return slices.Contains(o.state.Queued, id) || slices.ContainsFunc(o.state.Pending, func(p evv1.Event) bool { return p.ID == id })
+	return slices.Contains(o.state.Queued, id) || slices.ContainsFunc(o.state.Pending, func(p eventsv1.Event) bool { return p.ID == id })
 }
 
 // Pending returns the queued events, oldest first.
-func (o *Outbox) Pending() []evv1.Event {
+func (o *Outbox) Pending() []eventsv1.Event {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return slices.Clone(o.state.Pending)
@@ -122,7 +122,7 @@ func (o *Outbox) Done(id string) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	next := o.state
-	next.Pending = slices.DeleteFunc(slices.Clone(o.state.Pending), func(p evv1.Event) bool { return p.ID == id })
+	next.Pending = slices.DeleteFunc(slices.Clone(o.state.Pending), func(p eventsv1.Event) bool { return p.ID == id })
 	if len(next.Pending) == len(o.state.Pending) {
 		return nil
 	}

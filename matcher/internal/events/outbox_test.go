@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/matcher/internal/rematch"
 	"github.com/crowsnest-dev/crowsnest/matcher/internal/vulndb"
 )
 
-func event(t *testing.T, n int) evv1.Event {
+func event(t *testing.T, n int) eventsv1.Event {
 	t.Helper()
 	b := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(n) * time.Hour)
 	ev, err := VulnDBUpdated(vulndb.DB{ID: fmt.Sprint(n), Built: b, Schema: "v6.1.4", Checksum: "sha256:00", Source: "upload", Imported: b}, nil)
@@ -83,7 +83,7 @@ func TestEventIDs(t *testing.T) {
 	if d1.ID != d2.ID || d1.ID == d3.ID {
 		t.Fatal("rematch.done ids are not deterministic per pass")
 	}
-	if err := evv1.Validate(evv1.SubjectRematchDone, d1, time.Now(), time.Minute); err != nil {
+	if err := eventsv1.Validate(eventsv1.SubjectRematchDone, d1, time.Now(), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	res.Finished = false

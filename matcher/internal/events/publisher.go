@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 )
 
 // Metrics receives what the publisher does.
@@ -26,7 +26,7 @@ type Metrics interface {
 // Options configure a Publisher.
 type Options struct {
 	URL     string        // NATS URL, e.g. nats://nats:4222
-	Connect []nats.Option // credentials (evv1.Credentials.Options)
+	Connect []nats.Option // credentials (eventsv1.Credentials.Options)
 	// Timeout bounds one publish (default 5s).
 	Timeout time.Duration
 	// RetryMin and RetryMax bound the wait between attempts while NATS
@@ -144,7 +144,7 @@ func (p *Publisher) Run(ctx context.Context) {
 // first failure so that events keep their order.
 func (p *Publisher) flush(ctx context.Context) error {
 	for _, ev := range p.outbox.Pending() {
-		subject, _ := evv1.SubjectFor(ev.Type)
+		subject, _ := eventsv1.SubjectFor(ev.Type)
 		if err := p.publish(ctx, subject, ev); err != nil {
 			p.metric(func(m Metrics) { m.PublishFailed(subject) })
 			return err
@@ -157,7 +157,7 @@ func (p *Publisher) flush(ctx context.Context) error {
 	return nil
 }
 
-func (p *Publisher) publish(ctx context.Context, subject string, ev evv1.Event) error {
+func (p *Publisher) publish(ctx context.Context, subject string, ev eventsv1.Event) error {
 	if subject == "" {
 		return fmt.Errorf("event %s: unknown type %q", ev.ID, ev.Type)
 	}
@@ -195,7 +195,7 @@ func (p *Publisher) ensure(ctx context.Context) error {
 	if p.ensured {
 		return nil
 	}
-	if _, err := evv1.OpenStream(ctx, p.js); err != nil { // results-api owns its configuration
+	if _, err := eventsv1.OpenStream(ctx, p.js); err != nil { // results-api owns its configuration
 		return err
 	}
 	p.ensured = true

@@ -10,7 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/notifier/internal/receiver"
 )
 
@@ -158,15 +158,15 @@ func TestDefaultConsumer(t *testing.T) {
 	def, _ := parse(nil, func(string) string { return "" }, nil)
 	ctx, cancel := context.WithTimeout(e.ctx, 5*time.Second)
 	defer cancel()
-	_, err := e.js(evv1.UserNotifier).CreateOrUpdateConsumer(ctx, evv1.StreamName, jetstream.ConsumerConfig{Durable: def.consumer,
-		FilterSubjects: []string{evv1.SubjectJobDone, evv1.SubjectFindingsChanged}, AckPolicy: jetstream.AckExplicitPolicy})
+	_, err := e.js(eventsv1.UserNotifier).CreateOrUpdateConsumer(ctx, eventsv1.StreamName, jetstream.ConsumerConfig{Durable: def.consumer,
+		FilterSubjects: []string{eventsv1.SubjectJobDone, eventsv1.SubjectFindingsChanged}, AckPolicy: jetstream.AckExplicitPolicy})
 	if err != nil {
 		t.Fatalf("the notifier user cannot create its contract consumer %q: %v", def.consumer, err)
 	}
 	rctx, rcancel := context.WithTimeout(e.ctx, 3*time.Second)
 	defer rcancel()
-	if _, err := e.js(evv1.UserReader).CreateOrUpdateConsumer(rctx, evv1.StreamName, jetstream.ConsumerConfig{Durable: def.consumer,
-		FilterSubjects: []string{evv1.SubjectJobDone}, AckPolicy: jetstream.AckExplicitPolicy}); err == nil {
+	if _, err := e.js(eventsv1.UserReader).CreateOrUpdateConsumer(rctx, eventsv1.StreamName, jetstream.ConsumerConfig{Durable: def.consumer,
+		FilterSubjects: []string{eventsv1.SubjectJobDone}, AckPolicy: jetstream.AckExplicitPolicy}); err == nil {
 		t.Fatalf("the reader user replaced the notifier's consumer %q", def.consumer)
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/notifier/internal/metrics"
 	"github.com/crowsnest-dev/crowsnest/notifier/internal/state"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
@@ -40,10 +40,10 @@ type env struct {
 
 // testConsumer is the durable consumer the tests use: the contract's, the
 // --consumer default.
-const testConsumer = evv1.ConsumerNotifier
+const testConsumer = eventsv1.ConsumerNotifier
 
-var passwords = map[evv1.User]string{
-	evv1.UserOperator: "pw-operator", evv1.UserResultsAPI: "pw-results-api", evv1.UserNotifier: "pw-notifier", evv1.UserReader: "pw-reader",
+var passwords = map[eventsv1.User]string{
+	eventsv1.UserOperator: "pw-operator", eventsv1.UserResultsAPI: "pw-results-api", eventsv1.UserNotifier: "pw-notifier", eventsv1.UserReader: "pw-reader",
 }
 
 func newEnv(t *testing.T) *env {
@@ -52,16 +52,16 @@ func newEnv(t *testing.T) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	e := &env{t: t, url: url, dir: t.TempDir(), ctx: ctx}
-	e.pwFile = e.write("nats-password", passwords[evv1.UserNotifier])
-	e.op = e.js(evv1.UserOperator)
-	e.api = e.js(evv1.UserResultsAPI)
-	if _, err := evv1.EnsureStream(ctx, e.op); err != nil {
+	e.pwFile = e.write("nats-password", passwords[eventsv1.UserNotifier])
+	e.op = e.js(eventsv1.UserOperator)
+	e.api = e.js(eventsv1.UserResultsAPI)
+	if _, err := eventsv1.EnsureStream(ctx, e.op); err != nil {
 		t.Fatal(err)
 	}
 	return e
 }
 
-func (e *env) js(u evv1.User) jetstream.JetStream {
+func (e *env) js(u eventsv1.User) jetstream.JetStream {
 	e.t.Helper()
 	nc, err := nats.Connect(e.url, nats.UserInfo(string(u), passwords[u]), nats.MaxReconnects(0))
 	if err != nil {
@@ -169,12 +169,12 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // Nats-Msg-Id (normally the event id).
 func (e *env) publish(js jetstream.JetStream, source, typ, id, msgID string, payload any) {
 	e.t.Helper()
-	ev, err := evv1.New(source, typ, id, "", time.Now(), payload)
+	ev, err := eventsv1.New(source, typ, id, "", time.Now(), payload)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	b, _ := json.Marshal(ev)
-	subject, _ := evv1.SubjectFor(typ)
+	subject, _ := eventsv1.SubjectFor(typ)
 	if _, err := js.PublishMsg(e.ctx, &nats.Msg{Subject: subject, Data: b, Header: nats.Header{"Nats-Msg-Id": []string{msgID}}}); err != nil {
 		e.t.Fatalf("publish %s: %v", subject, err)
 	}
@@ -185,29 +185,29 @@ func digest(c byte) string { return "sha256:" + strings.Repeat(string(c), 64) }
 // inventory publishes ns running digest d in Deployment web.
 func (e *env) inventory(ns, d string, labels map[string]string) {
 	e.t.Helper()
-	s := evv1.InventorySnapshot{Namespace: ns, Labels: labels, Workloads: []evv1.InventoryWorkload{{
-		Kind: evv1.KindDeployment, Name: "web", Containers: []evv1.InventoryContainer{{Name: "app", Image: "demo/app:1", Digest: d, Pods: 2}}}}}
-	id := evv1.InventoryID(s)
-	e.publish(e.op, evv1.SourceOperator, evv1.TypeInventorySnapshot, id, id, s)
+	s := eventsv1.InventorySnapshot{Namespace: ns, Labels: labels, Workloads: []eventsv1.InventoryWorkload{{
+		Kind: eventsv1.KindDeployment, Name: "web", Containers: []eventsv1.InventoryContainer{{Name: "app", Image: "demo/app:1", Digest: d, Pods: 2}}}}}
+	id := eventsv1.InventoryID(s)
+	e.publish(e.op, eventsv1.SourceOperator, eventsv1.TypeInventorySnapshot, id, id, s)
 }
 
 // findings publishes a change of d adding the given critical CVEs.
 func (e *env) findings(d string, changeID int64, cves ...string) string {
 	e.t.Helper()
-	p := evv1.FindingsChanged{ChangeID: changeID, Digest: d, Image: "registry.example/demo/app@" + d, Cause: evv1.CauseRematch, ChangedAt: time.Now()}
+	p := eventsv1.FindingsChanged{ChangeID: changeID, Digest: d, Image: "registry.example/demo/app@" + d, Cause: eventsv1.CauseRematch, ChangedAt: time.Now()}
 	for _, c := range cves {
-		p.New = append(p.New, evv1.ChangedFinding{ID: c, Severity: "critical", Package: evv1.ChangedPackage{Name: "openssl", Version: "3.0.1", Type: "apk"}, FixedIn: []string{"3.0.9"}})
+		p.New = append(p.New, eventsv1.ChangedFinding{ID: c, Severity: "critical", Package: eventsv1.ChangedPackage{Name: "openssl", Version: "3.0.1", Type: "apk"}, FixedIn: []string{"3.0.9"}})
 		p.NewCounts.Critical++
 	}
-	id := evv1.ID(evv1.TypeFindingsChanged, d, fmt.Sprint(changeID))
-	e.publish(e.api, evv1.SourceResultsAPI, evv1.TypeFindingsChanged, id, id, p)
+	id := eventsv1.ID(eventsv1.TypeFindingsChanged, d, fmt.Sprint(changeID))
+	e.publish(e.api, eventsv1.SourceResultsAPI, eventsv1.TypeFindingsChanged, id, id, p)
 	return id
 }
 
 // store opens the notifier's state as the notifier user would.
 func (e *env) store() *state.Store {
 	e.t.Helper()
-	s, err := state.Open(e.ctx, e.js(evv1.UserNotifier), 1<<20)
+	s, err := state.Open(e.ctx, e.js(eventsv1.UserNotifier), 1<<20)
 	if err != nil {
 		e.t.Fatal(err)
 	}

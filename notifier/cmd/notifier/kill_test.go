@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 )
 
 // childEnv carries the child notifier's flags (JSON) to the re-run test
@@ -86,7 +86,7 @@ routes:
 	}
 	// Received and acknowledged: nothing is left for JetStream to redeliver,
 	// so only the notifier's own state can bring the message back.
-	cons, err := e.js(evv1.UserNotifier).Consumer(e.ctx, evv1.StreamName, testConsumer)
+	cons, err := e.js(eventsv1.UserNotifier).Consumer(e.ctx, eventsv1.StreamName, testConsumer)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/notifier/internal/receiver"
 )
 
@@ -36,10 +36,10 @@ scanFailures: {threshold: 3, window: 1h}
 `
 	n := e.start(e.options(cfg))
 	d := digest('d')
-	base := evv1.FindingsChanged{ChangeID: 1, Digest: d, Image: "registry.example/app@" + d, Cause: evv1.CauseScan,
-		ChangedAt: time.Now(), Baseline: true, NewCounts: evv1.SeverityCounts{Critical: 2, High: 5}}
-	id := evv1.ID(evv1.TypeFindingsChanged, d, "1")
-	e.publish(e.api, evv1.SourceResultsAPI, evv1.TypeFindingsChanged, id, id, base)
+	base := eventsv1.FindingsChanged{ChangeID: 1, Digest: d, Image: "registry.example/app@" + d, Cause: eventsv1.CauseScan,
+		ChangedAt: time.Now(), Baseline: true, NewCounts: eventsv1.SeverityCounts{Critical: 2, High: 5}}
+	id := eventsv1.ID(eventsv1.TypeFindingsChanged, d, "1")
+	e.publish(e.api, eventsv1.SourceResultsAPI, eventsv1.TypeFindingsChanged, id, id, base)
 	waitIdle(t, e, n, 1)
 	if rc.accepted() != 0 {
 		t.Fatalf("a digest that runs nowhere notified %d times", rc.accepted())
@@ -66,10 +66,10 @@ scanFailures: {threshold: 3, window: 1h}
 	}
 
 	for i := range 3 {
-		jd := evv1.JobDone{Digest: digest('e'), Image: "x@" + digest('e'), Namespace: "a", Scanner: "s", Job: fmt.Sprint("job-", i),
-			Outcome: evv1.OutcomeFailed, Reason: "ImagePullFailed", Attempt: i + 1}
-		jid := evv1.ID(evv1.TypeJobDone, jd.Job)
-		e.publish(e.op, evv1.SourceOperator, evv1.TypeJobDone, jid, jid, jd)
+		jd := eventsv1.JobDone{Digest: digest('e'), Image: "x@" + digest('e'), Namespace: "a", Scanner: "s", Job: fmt.Sprint("job-", i),
+			Outcome: eventsv1.OutcomeFailed, Reason: "ImagePullFailed", Attempt: i + 1}
+		jid := eventsv1.ID(eventsv1.TypeJobDone, jd.Job)
+		e.publish(e.op, eventsv1.SourceOperator, eventsv1.TypeJobDone, jid, jid, jd)
 	}
 	waitIdle(t, e, n, 4)
 	if rc.accepted() != 3 {
@@ -81,9 +81,9 @@ scanFailures: {threshold: 3, window: 1h}
 
 	// results-api may publish on findings.changed, but an event claiming
 	// another source is not the contract's: dropped, counted, not sent.
-	forged := evv1.FindingsChanged{ChangeID: 9, Digest: d, Image: base.Image, Cause: evv1.CauseRescan, ChangedAt: time.Now(),
-		New: []evv1.ChangedFinding{{ID: "CVE-FORGED", Severity: "critical"}}, NewCounts: evv1.SeverityCounts{Critical: 1}}
-	e.publish(e.api, evv1.SourceOperator, evv1.TypeFindingsChanged, "forged-1", "forged-1", forged)
+	forged := eventsv1.FindingsChanged{ChangeID: 9, Digest: d, Image: base.Image, Cause: eventsv1.CauseRescan, ChangedAt: time.Now(),
+		New: []eventsv1.ChangedFinding{{ID: "CVE-FORGED", Severity: "critical"}}, NewCounts: eventsv1.SeverityCounts{Critical: 1}}
+	e.publish(e.api, eventsv1.SourceOperator, eventsv1.TypeFindingsChanged, "forged-1", "forged-1", forged)
 	eventually(t, "the forged event dropped", func() bool {
 		return n.count("crowsnest_notifier_events_total", "result", "invalid") == 1
 	})

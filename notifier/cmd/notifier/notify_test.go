@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/notifier/internal/receiver"
 )
 
@@ -89,9 +89,9 @@ func TestGroupedOncePerRouteAndDuplicateIgnored(t *testing.T) {
 	}
 
 	// The duplicate: same CloudEvents id, new Nats-Msg-Id.
-	p := evv1.FindingsChanged{ChangeID: 7, Digest: digest('a'), Image: "registry.example/demo/app@" + digest('a'), Cause: evv1.CauseRematch,
-		ChangedAt: time.Now(), New: []evv1.ChangedFinding{{ID: "CVE-2026-0001", Severity: "critical"}}, NewCounts: evv1.SeverityCounts{Critical: 1}}
-	e.publish(e.api, evv1.SourceResultsAPI, evv1.TypeFindingsChanged, id, id+"-again", p)
+	p := eventsv1.FindingsChanged{ChangeID: 7, Digest: digest('a'), Image: "registry.example/demo/app@" + digest('a'), Cause: eventsv1.CauseRematch,
+		ChangedAt: time.Now(), New: []eventsv1.ChangedFinding{{ID: "CVE-2026-0001", Severity: "critical"}}, NewCounts: eventsv1.SeverityCounts{Critical: 1}}
+	e.publish(e.api, eventsv1.SourceResultsAPI, eventsv1.TypeFindingsChanged, id, id+"-again", p)
 	eventually(t, "the duplicate handled", func() bool {
 		return n.count("crowsnest_notifier_events_total", "result", "duplicate") == 1
 	})

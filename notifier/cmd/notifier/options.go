@@ -9,14 +9,14 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/api/cli"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 )
 
 // options are the notifier's flags; each has a CROWSNEST_* default.
 type options struct {
 	config, dashboardURL, listen, logLevel string
 	logFormat, natsURL, consumer           string
-	nats                                   evv1.Credentials
+	nats                                   eventsv1.Credentials
 	stateMaxBytes                          int64
 	notifyMaxAge                           time.Duration
 	minBackoff, maxBackoff                 time.Duration

@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/crowsnest-dev/crowsnest/api/buildinfo"
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/api/memlimit"
 	"github.com/crowsnest-dev/crowsnest/notifier/internal/config"
 	"github.com/crowsnest-dev/crowsnest/notifier/internal/engine"
@@ -170,7 +170,7 @@ func consumer(ctx context.Context, js jetstream.JetStream, name string, log *slo
 		// server reports the violation asynchronously, logged by the
 		// connection's error handler): bound each attempt.
 		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		c, err := js.CreateOrUpdateConsumer(actx, evv1.StreamName, cfg)
+		c, err := js.CreateOrUpdateConsumer(actx, eventsv1.StreamName, cfg)
 		cancel()
 		if err == nil {
 			return c, nil
@@ -178,7 +178,7 @@ func consumer(ctx context.Context, js jetstream.JetStream, name string, log *slo
 		if !errors.Is(err, jetstream.ErrStreamNotFound) {
 			return nil, fmt.Errorf("create consumer %s: %w", name, err)
 		}
-		log.Info("waiting for the stream", "stream", evv1.StreamName, "retry_in", wait)
+		log.Info("waiting for the stream", "stream", eventsv1.StreamName, "retry_in", wait)
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

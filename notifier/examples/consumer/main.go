@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 )
 
 func main() {
@@ -25,15 +25,15 @@ func main() {
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	ctx := context.Background()
-	cons, err := js.CreateOrUpdateConsumer(ctx, evv1.StreamName, jetstream.ConsumerConfig{
-		Durable: "my-tool", FilterSubject: evv1.SubjectFindingsChanged, AckPolicy: jetstream.AckExplicitPolicy,
+	cons, err := js.CreateOrUpdateConsumer(ctx, eventsv1.StreamName, jetstream.ConsumerConfig{
+		Durable: "my-tool", FilterSubject: eventsv1.SubjectFindingsChanged, AckPolicy: jetstream.AckExplicitPolicy,
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	_, err = cons.Consume(func(m jetstream.Msg) {
-		ev, err := evv1.Parse(m.Subject(), m.Data(), time.Now(), evv1.DefaultMaxSkew)
-		var p evv1.FindingsChanged
+		ev, err := eventsv1.Parse(m.Subject(), m.Data(), time.Now(), eventsv1.DefaultMaxSkew)
+		var p eventsv1.FindingsChanged
 		if err == nil && ev.Decode(&p) == nil {
 			for _, f := range p.New {
 				if f.Severity == "critical" {

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
 )
 
@@ -21,7 +21,7 @@ import (
 // reader user against a server with the contract's permissions: a
 // findings.changed published by results-api comes out as a line.
 func TestExampleConsumer(t *testing.T) {
-	pw := map[evv1.User]string{evv1.UserResultsAPI: "pw-api", evv1.UserReader: "pw-reader"}
+	pw := map[eventsv1.User]string{eventsv1.UserResultsAPI: "pw-api", eventsv1.UserReader: "pw-reader"}
 	_, url := natstest.StartAuthT(t, pw)
 	bin := filepath.Join(t.TempDir(), "consumer")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
@@ -35,15 +35,15 @@ func TestExampleConsumer(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	if _, err := evv1.EnsureStream(ctx, js); err != nil {
+	if _, err := eventsv1.EnsureStream(ctx, js); err != nil {
 		t.Fatal(err)
 	}
 	d := "sha256:" + strings.Repeat("c", 64)
-	p := evv1.FindingsChanged{ChangeID: 1, Digest: d, Image: "demo@" + d, Cause: evv1.CauseRematch, ChangedAt: time.Now(),
-		New: []evv1.ChangedFinding{{ID: "CVE-2026-9999", Severity: "critical", Package: evv1.ChangedPackage{Name: "zlib", Version: "1.2"}}}}
-	ev, _ := evv1.New(evv1.SourceResultsAPI, evv1.TypeFindingsChanged, "id-1", "", time.Now(), p)
+	p := eventsv1.FindingsChanged{ChangeID: 1, Digest: d, Image: "demo@" + d, Cause: eventsv1.CauseRematch, ChangedAt: time.Now(),
+		New: []eventsv1.ChangedFinding{{ID: "CVE-2026-9999", Severity: "critical", Package: eventsv1.ChangedPackage{Name: "zlib", Version: "1.2"}}}}
+	ev, _ := eventsv1.New(eventsv1.SourceResultsAPI, eventsv1.TypeFindingsChanged, "id-1", "", time.Now(), p)
 	b, _ := json.Marshal(ev)
-	if _, err := js.Publish(ctx, evv1.SubjectFindingsChanged, b); err != nil {
+	if _, err := js.Publish(ctx, eventsv1.SubjectFindingsChanged, b); err != nil {
 		t.Fatal(err)
 	}
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/notifier/internal/config"
 	"github.com/crowsnest-dev/crowsnest/notifier/internal/state"
 )
@@ -19,7 +19,7 @@ type routed struct {
 	item  state.Item
 }
 
-func finding(f evv1.ChangedFinding) state.Finding {
+func finding(f eventsv1.ChangedFinding) state.Finding {
 	return state.Finding{ID: f.ID, Severity: f.Severity, Package: f.Package.Name, Version: f.Package.Version, FixedIn: f.FixedIn}
 }
 
@@ -28,7 +28,7 @@ func itemKey(parts ...string) string { return strings.Join(parts, "|") }
 // findingsItems decides what a findings.changed says to each route: the
 // new findings (or, for a first scan, the counts) at or above the route's
 // severity in every namespace that runs the digest, and resolved criticals.
-func findingsItems(cfg *config.Config, ev evv1.Event, p evv1.FindingsChanged, inv map[string]*state.Namespace) []routed {
+func findingsItems(cfg *config.Config, ev eventsv1.Event, p eventsv1.FindingsChanged, inv map[string]*state.Namespace) []routed {
 	var out []routed
 	for _, ns := range sortedNamespaces(inv) {
 		n := inv[ns]
@@ -76,7 +76,7 @@ func findingsItems(cfg *config.Config, ev evv1.Event, p evv1.FindingsChanged, in
 	return out
 }
 
-func countsAtLeast(c evv1.SeverityCounts, min string) map[string]int {
+func countsAtLeast(c eventsv1.SeverityCounts, min string) map[string]int {
 	out := map[string]int{}
 	for sev, n := range map[string]int{"critical": c.Critical, "high": c.High, "medium": c.Medium, "low": c.Low, "negligible": c.Negligible, "unknown": c.Unknown} {
 		if n > 0 && config.Rank(sev) >= config.Rank(min) {
@@ -91,7 +91,7 @@ func countsAtLeast(c evv1.SeverityCounts, min string) map[string]int {
 
 // applyCriticals returns a digest's critical findings after the change,
 // and false when the change was applied already (a replay).
-func applyCriticals(c state.Criticals, p evv1.FindingsChanged) (state.Criticals, bool) {
+func applyCriticals(c state.Criticals, p eventsv1.FindingsChanged) (state.Criticals, bool) {
 	if p.ChangeID != 0 && p.ChangeID <= c.ChangeID {
 		return c, false
 	}
@@ -124,7 +124,7 @@ func applyCriticals(c state.Criticals, p evv1.FindingsChanged) (state.Criticals,
 func findingKey(f state.Finding) string { return itemKey(f.ID, f.Package, f.Version) }
 
 // namespaceOf summarises a snapshot: digest → workloads running it.
-func namespaceOf(p evv1.InventorySnapshot) *state.Namespace {
+func namespaceOf(p eventsv1.InventorySnapshot) *state.Namespace {
 	n := &state.Namespace{Name: p.Namespace, Labels: p.Labels, Digests: map[string]state.Running{}}
 	for _, w := range p.Workloads {
 		wl := w.Kind + "/" + w.Name
@@ -144,7 +144,7 @@ func namespaceOf(p evv1.InventorySnapshot) *state.Namespace {
 
 // runningItems decides what a new snapshot says: for every digest with
 // critical findings, the workloads that run it now and did not before.
-func runningItems(cfg *config.Config, ev evv1.Event, prev, next *state.Namespace, crit func(digest string) state.Criticals) []routed {
+func runningItems(cfg *config.Config, ev eventsv1.Event, prev, next *state.Namespace, crit func(digest string) state.Criticals) []routed {
 	var out []routed
 	digests := make([]string, 0, len(next.Digests))
 	for d := range next.Digests {
@@ -201,7 +201,7 @@ func runningItems(cfg *config.Config, ev evv1.Event, prev, next *state.Namespace
 // failureItems records a failed scan and, when the namespace reached the
 // threshold within the window, says so to its routes (and starts counting
 // again).
-func failureItems(cfg *config.Config, ev evv1.Event, p evv1.JobDone, f state.Failures, labels map[string]string, now time.Time) ([]routed, state.Failures) {
+func failureItems(cfg *config.Config, ev eventsv1.Event, p eventsv1.JobDone, f state.Failures, labels map[string]string, now time.Time) ([]routed, state.Failures) {
 	window := time.Duration(cfg.ScanFailures.Window)
 	events := map[string]time.Time{}
 	for id, at := range f.Events {

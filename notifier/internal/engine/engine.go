@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/notifier/internal/config"
 	"github.com/crowsnest-dev/crowsnest/notifier/internal/metrics"
 	"github.com/crowsnest-dev/crowsnest/notifier/internal/state"
@@ -24,7 +24,7 @@ const (
 )
 
 // Subjects are the events the notifier consumes.
-var Subjects = []string{evv1.SubjectFindingsChanged, evv1.SubjectInventorySnapshot, evv1.SubjectJobDone}
+var Subjects = []string{eventsv1.SubjectFindingsChanged, eventsv1.SubjectInventorySnapshot, eventsv1.SubjectJobDone}
 
 // Options configure an Engine.
 type Options struct {
@@ -75,7 +75,7 @@ var ErrInvalid = errors.New("invalid event")
 // error means it must be redelivered.
 func (e *Engine) Handle(ctx context.Context, subject string, data []byte) error {
 	now := e.o.Now()
-	ev, err := evv1.Parse(subject, data, now, evv1.DefaultMaxSkew)
+	ev, err := eventsv1.Parse(subject, data, now, eventsv1.DefaultMaxSkew)
 	if err != nil {
 		e.o.Metric.Events.WithLabelValues(subject, "invalid").Inc()
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -115,11 +115,11 @@ func (e *Engine) Handle(ctx context.Context, subject string, data []byte) error 
 
 // decide computes an event's items and returns the state write to commit
 // after they are merged.
-func (e *Engine) decide(ctx context.Context, subject string, ev evv1.Event, now time.Time) ([]routed, func(context.Context) error, error) {
+func (e *Engine) decide(ctx context.Context, subject string, ev eventsv1.Event, now time.Time) ([]routed, func(context.Context) error, error) {
 	cfg := e.o.Config
 	switch subject {
-	case evv1.SubjectFindingsChanged:
-		var p evv1.FindingsChanged
+	case eventsv1.SubjectFindingsChanged:
+		var p eventsv1.FindingsChanged
 		if err := ev.Decode(&p); err != nil {
 			return nil, nil, err
 		}
@@ -135,8 +135,8 @@ func (e *Engine) decide(ctx context.Context, subject string, ev evv1.Event, now 
 			}
 			return e.o.Store.PutCriticals(ctx, p.Digest, &next)
 		}, nil
-	case evv1.SubjectInventorySnapshot:
-		var p evv1.InventorySnapshot
+	case eventsv1.SubjectInventorySnapshot:
+		var p eventsv1.InventorySnapshot
 		if err := ev.Decode(&p); err != nil {
 			return nil, nil, err
 		}
@@ -161,12 +161,12 @@ func (e *Engine) decide(ctx context.Context, subject string, ev evv1.Event, now 
 			}
 			return nil
 		}, nil
-	case evv1.SubjectJobDone:
-		var p evv1.JobDone
+	case eventsv1.SubjectJobDone:
+		var p eventsv1.JobDone
 		if err := ev.Decode(&p); err != nil {
 			return nil, nil, err
 		}
-		if p.Outcome != evv1.OutcomeFailed {
+		if p.Outcome != eventsv1.OutcomeFailed {
 			return nil, func(context.Context) error { return nil }, nil
 		}
 		f, err := e.o.Store.Failures(ctx, p.Namespace)
@@ -196,7 +196,7 @@ func (e *Engine) merge(ctx context.Context, eventID string, items []routed, now 
 		r := e.route(ri.route)
 		g := next.Groups[ri.route]
 		if g == nil {
-			g = &state.Group{ID: evv1.ID("dev.crowsnest.notification.v1", ri.route, ri.item.Key), Route: r.Name, Receiver: r.Receiver,
+			g = &state.Group{ID: eventsv1.ID("dev.crowsnest.notification.v1", ri.route, ri.item.Key), Route: r.Name, Receiver: r.Receiver,
 				Opened: now, Due: now.Add(time.Duration(r.GroupWait))}
 			next.Groups[ri.route] = g
 		}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
@@ -24,20 +24,20 @@ var _ store.ChangeAnnouncer = Announcer{}
 // ReportStored builds the crowsnest.report.stored event of a stored report.
 func (a Announcer) ReportStored(s report.Summary) (store.OutboxEvent, error) {
 	ev, err := storedEvent(s, a.now())
-	return outboxEvent(evv1.SubjectReportStored, ev, err)
+	return outboxEvent(eventsv1.SubjectReportStored, ev, err)
 }
 
 // ReportDeleted builds the crowsnest.report.deleted event of a deleted report.
 func (a Announcer) ReportDeleted(s report.Summary) (store.OutboxEvent, error) {
 	ev, err := deletedEvent(s, a.now())
-	return outboxEvent(evv1.SubjectReportDeleted, ev, err)
+	return outboxEvent(eventsv1.SubjectReportDeleted, ev, err)
 }
 
 // FindingsChanged builds the crowsnest.findings.changed event of a
 // recorded change.
 func (a Announcer) FindingsChanged(c report.Change) (store.OutboxEvent, error) {
 	ev, err := changedEvent(c, a.now())
-	return outboxEvent(evv1.SubjectFindingsChanged, ev, err)
+	return outboxEvent(eventsv1.SubjectFindingsChanged, ev, err)
 }
 
 func (a Announcer) now() time.Time {
@@ -47,7 +47,7 @@ func (a Announcer) now() time.Time {
 	return time.Now()
 }
 
-func outboxEvent(subject string, ev evv1.Event, err error) (store.OutboxEvent, error) {
+func outboxEvent(subject string, ev eventsv1.Event, err error) (store.OutboxEvent, error) {
 	if err != nil {
 		return store.OutboxEvent{}, err
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/hub"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/metrics"
@@ -20,11 +20,11 @@ import (
 )
 
 // Durable is the name of the scan-status consumer shared by all replicas.
-const Durable = evv1.ConsumerResultsAPIScans
+const Durable = eventsv1.ConsumerResultsAPIScans
 
 // InventoryDurable is the name of the inventory consumer shared by all
 // replicas (crowsnest.inventory.snapshot).
-const InventoryDurable = evv1.ConsumerResultsAPIInventory
+const InventoryDurable = eventsv1.ConsumerResultsAPIInventory
 
 // Options configure the bus.
 type Options struct {
@@ -144,9 +144,9 @@ func Start(ctx context.Context, o Options) (*Bus, error) {
 		log.Warn("nats not reachable yet; serving without it, events wait in the outbox", "status", nc.Status().String())
 	}
 	o.Metrics.WatchNATS(nc.IsConnected)
-	if _, err := nc.Subscribe(evv1.StreamSubjects, b.fanOut); err != nil {
+	if _, err := nc.Subscribe(eventsv1.StreamSubjects, b.fanOut); err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("subscribe %s: %w", evv1.StreamSubjects, err)
+		return nil, fmt.Errorf("subscribe %s: %w", eventsv1.StreamSubjects, err)
 	}
 	ctx, b.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	b.wg.Add(3)
@@ -186,7 +186,7 @@ func (b *Bus) ReportStored(s report.Summary) {
 		return
 	}
 	ev, err := storedEvent(s, time.Now())
-	b.local(evv1.SubjectReportStored, ev, err)
+	b.local(eventsv1.SubjectReportStored, ev, err)
 }
 
 // ReportDeleted is ReportStored for a deleted report.
@@ -196,7 +196,7 @@ func (b *Bus) ReportDeleted(s report.Summary) {
 		return
 	}
 	ev, err := deletedEvent(s, time.Now())
-	b.local(evv1.SubjectReportDeleted, ev, err)
+	b.local(eventsv1.SubjectReportDeleted, ev, err)
 }
 
 // FindingsChanged is ReportStored for a recorded change of a digest's
@@ -207,10 +207,10 @@ func (b *Bus) FindingsChanged(c report.Change) {
 		return
 	}
 	ev, err := changedEvent(c, time.Now())
-	b.local(evv1.SubjectFindingsChanged, ev, err)
+	b.local(eventsv1.SubjectFindingsChanged, ev, err)
 }
 
-func (b *Bus) local(subject string, ev evv1.Event, err error) {
+func (b *Bus) local(subject string, ev eventsv1.Event, err error) {
 	if err != nil {
 		b.o.Logger.Error("build event", "subject", subject, "error", err)
 		return
@@ -225,7 +225,7 @@ func (b *Bus) nudge() {
 	}
 }
 
-func (b *Bus) broadcast(ev evv1.Event) {
+func (b *Bus) broadcast(ev eventsv1.Event) {
 	msg, digest, err := frame(ev)
 	if err != nil {
 		b.o.Logger.Warn("drop undecodable event", "type", ev.Type, "error", err)
@@ -247,7 +247,7 @@ func (b *Bus) broadcast(ev evv1.Event) {
 	if err != nil {
 		b.o.Logger.Warn("namespaces of event digest; sending it to cluster-wide clients only", "digest", digest, "error", err)
 	}
-	if ev.Type == evv1.TypeImageNeeded || ev.Type == evv1.TypeJobDone {
+	if ev.Type == eventsv1.TypeImageNeeded || ev.Type == eventsv1.TypeJobDone {
 		redacted, origin, err := redactedScanFrame(ev)
 		if err != nil {
 			b.o.Logger.Warn("drop undecodable event", "type", ev.Type, "error", err)
@@ -264,13 +264,13 @@ func (b *Bus) broadcast(ev evv1.Event) {
 // valid ones to this replica's clients. Subjects without a WebSocket frame
 // are skipped.
 func (b *Bus) fanOut(m *nats.Msg) {
-	if _, ok := evv1.ProducerOf(m.Subject); !ok {
+	if _, ok := eventsv1.ProducerOf(m.Subject); !ok {
 		return
 	}
 	ev, err := parse(m.Subject, m.Data)
 	switch {
 	case err != nil && consumed(m.Subject):
-		b.o.Logger.Debug("not forwarding invalid event", "subject", m.Subject, "id", clipID(ev.ID), "reason", evv1.Reason(err))
+		b.o.Logger.Debug("not forwarding invalid event", "subject", m.Subject, "id", clipID(ev.ID), "reason", eventsv1.Reason(err))
 	case err != nil:
 		b.rejected(m.Subject, ev, err)
 	default:

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 )
@@ -17,10 +17,10 @@ func ChangesPath(digest string) string {
 
 // changedPayload renders a recorded change as the findings.changed
 // payload: a baseline with its counts only, any other change with at most
-// evv1.MaxChangedFindings new and resolved findings each (worst first),
+// eventsv1.MaxChangedFindings new and resolved findings each (worst first),
 // marked truncated, with the path of the full list, when there are more.
-func changedPayload(c report.Change) evv1.FindingsChanged {
-	p := evv1.FindingsChanged{ChangeID: c.ID, Digest: c.Digest, Image: c.Image, Cause: evv1.Cause(c.Cause),
+func changedPayload(c report.Change) eventsv1.FindingsChanged {
+	p := eventsv1.FindingsChanged{ChangeID: c.ID, Digest: c.Digest, Image: c.Image, Cause: eventsv1.Cause(c.Cause),
 		DBBuilt: c.DBBuilt, DBSchema: c.DBSchema, ChangedAt: c.ChangedAt.UTC(), Baseline: c.Baseline,
 		NewCounts: counts(c.NewCounts), ResolvedCounts: counts(c.ResolvedCounts)}
 	if c.Baseline {
@@ -28,33 +28,33 @@ func changedPayload(c report.Change) evv1.FindingsChanged {
 	}
 	p.New = changedFindings(c.New)
 	p.Resolved = changedFindings(c.Resolved)
-	if len(c.New) > evv1.MaxChangedFindings || len(c.Resolved) > evv1.MaxChangedFindings {
+	if len(c.New) > eventsv1.MaxChangedFindings || len(c.Resolved) > eventsv1.MaxChangedFindings {
 		p.Truncated, p.ChangesPath = true, ChangesPath(c.Digest)
 	}
 	return p
 }
 
-func changedFindings(fs []report.ChangedFinding) []evv1.ChangedFinding {
-	fs = fs[:min(len(fs), evv1.MaxChangedFindings)]
+func changedFindings(fs []report.ChangedFinding) []eventsv1.ChangedFinding {
+	fs = fs[:min(len(fs), eventsv1.MaxChangedFindings)]
 	if len(fs) == 0 {
 		return nil
 	}
-	out := make([]evv1.ChangedFinding, len(fs))
+	out := make([]eventsv1.ChangedFinding, len(fs))
 	for i, f := range fs {
-		out[i] = evv1.ChangedFinding{ID: f.ID, Severity: f.Severity.String(),
-			Package: evv1.ChangedPackage{Name: f.Name, Version: f.Version, Type: f.Type}, FixedIn: f.FixedIn}
+		out[i] = eventsv1.ChangedFinding{ID: f.ID, Severity: f.Severity.String(),
+			Package: eventsv1.ChangedPackage{Name: f.Name, Version: f.Version, Type: f.Type}, FixedIn: f.FixedIn}
 	}
 	return out
 }
 
-func counts(c report.Counts) evv1.SeverityCounts {
-	return evv1.SeverityCounts{Critical: c.Critical, High: c.High, Medium: c.Medium, Low: c.Low, Negligible: c.Negligible, Unknown: c.Unknown}
+func counts(c report.Counts) eventsv1.SeverityCounts {
+	return eventsv1.SeverityCounts{Critical: c.Critical, High: c.High, Medium: c.Medium, Low: c.Low, Negligible: c.Negligible, Unknown: c.Unknown}
 }
 
 // changedEvent builds the CloudEvent of a recorded change. Its id is
 // derived from the digest and the change's id: one change, one event,
 // however often the relay publishes it.
-func changedEvent(c report.Change, now time.Time) (evv1.Event, error) {
-	id := evv1.ID(evv1.TypeFindingsChanged, c.Digest, strconv.FormatInt(c.ID, 10))
-	return evv1.New(evv1.SourceResultsAPI, evv1.TypeFindingsChanged, id, c.Digest, now, changedPayload(c))
+func changedEvent(c report.Change, now time.Time) (eventsv1.Event, error) {
+	id := eventsv1.ID(eventsv1.TypeFindingsChanged, c.Digest, strconv.FormatInt(c.ID, 10))
+	return eventsv1.New(eventsv1.SourceResultsAPI, eventsv1.TypeFindingsChanged, id, c.Digest, now, changedPayload(c))
 }

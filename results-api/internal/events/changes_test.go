@@ -11,22 +11,22 @@ import (
 	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go/jetstream"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/bomtest"
 )
 
-func changedEvents(ctx context.Context, t *testing.T, js jetstream.JetStream, digest string) ([]evv1.Event, []string) {
+func changedEvents(ctx context.Context, t *testing.T, js jetstream.JetStream, digest string) ([]eventsv1.Event, []string) {
 	t.Helper()
-	var evs []evv1.Event
+	var evs []eventsv1.Event
 	var msgIDs []string
-	for _, m := range streamEvents(ctx, t, js, evv1.SubjectFindingsChanged) {
+	for _, m := range streamEvents(ctx, t, js, eventsv1.SubjectFindingsChanged) {
 		if m.Digest != digest {
 			continue
 		}
-		var ev evv1.Event
+		var ev eventsv1.Event
 		if err := json.Unmarshal(m.Data, &ev); err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func changedEvents(ctx context.Context, t *testing.T, js jetstream.JetStream, di
 
 func storedCount(ctx context.Context, t *testing.T, js jetstream.JetStream, digest string) int {
 	n := 0
-	for _, m := range streamEvents(ctx, t, js, evv1.SubjectReportStored) {
+	for _, m := range streamEvents(ctx, t, js, eventsv1.SubjectReportStored) {
 		if m.Digest == digest {
 			n++
 		}
@@ -81,18 +81,18 @@ func TestFindingsChangedPublished(t *testing.T) {
 	if len(evs) != 2 {
 		t.Fatalf("%d findings.changed events, want 2 (baseline, change)", len(evs))
 	}
-	var base, change evv1.FindingsChanged
+	var base, change eventsv1.FindingsChanged
 	if err := evs[0].Decode(&base); err != nil {
 		t.Fatal(err)
 	}
 	if err := evs[1].Decode(&change); err != nil {
 		t.Fatal(err)
 	}
-	if !base.Baseline || base.NewCounts != (evv1.SeverityCounts{Critical: 1, High: 1, Low: 1}) || base.New != nil || base.Cause != evv1.CauseScan {
+	if !base.Baseline || base.NewCounts != (eventsv1.SeverityCounts{Critical: 1, High: 1, Low: 1}) || base.New != nil || base.Cause != eventsv1.CauseScan {
 		t.Errorf("baseline %+v", base)
 	}
-	if change.Baseline || change.Cause != evv1.CauseRescan || change.Digest != d || change.Image != "demo@"+d ||
-		change.NewCounts != (evv1.SeverityCounts{High: 2, Medium: 1}) || change.ResolvedCounts != (evv1.SeverityCounts{High: 1, Low: 1}) ||
+	if change.Baseline || change.Cause != eventsv1.CauseRescan || change.Digest != d || change.Image != "demo@"+d ||
+		change.NewCounts != (eventsv1.SeverityCounts{High: 2, Medium: 1}) || change.ResolvedCounts != (eventsv1.SeverityCounts{High: 1, Low: 1}) ||
 		len(change.New) != 3 || len(change.Resolved) != 2 || change.Truncated || change.ChangesPath != "" {
 		t.Errorf("change %+v", change)
 	}
@@ -101,8 +101,8 @@ func TestFindingsChangedPublished(t *testing.T) {
 		t.Errorf("change lists %+v / %+v", change.New, change.Resolved)
 	}
 	for i, ev := range evs {
-		if ev.Type != evv1.TypeFindingsChanged || ev.Source != evv1.SourceResultsAPI || msgIDs[i] != ev.ID ||
-			ev.ID != evv1.ID(evv1.TypeFindingsChanged, d, fmt.Sprint([]int64{base.ChangeID, change.ChangeID}[i])) {
+		if ev.Type != eventsv1.TypeFindingsChanged || ev.Source != eventsv1.SourceResultsAPI || msgIDs[i] != ev.ID ||
+			ev.ID != eventsv1.ID(eventsv1.TypeFindingsChanged, d, fmt.Sprint([]int64{base.ChangeID, change.ChangeID}[i])) {
 			t.Errorf("event %d: type %s source %s id %s msg id %s", i, ev.Type, ev.Source, ev.ID, msgIDs[i])
 		}
 	}
@@ -117,7 +117,7 @@ func TestFindingsChangedPublished(t *testing.T) {
 		var m struct {
 			Type string
 			ID   string
-			Data evv1.FindingsChanged
+			Data eventsv1.FindingsChanged
 		}
 		if err := json.Unmarshal(msg, &m); err != nil {
 			t.Fatal(err)
@@ -145,11 +145,11 @@ func TestFindingsChangedPublished(t *testing.T) {
 	}
 	waitFor(t, func() bool { evs, _ := changedEvents(ctx, t, js, big); return len(evs) == 2 })
 	evs, _ = changedEvents(ctx, t, js, big)
-	var trunc evv1.FindingsChanged
+	var trunc eventsv1.FindingsChanged
 	if err := evs[1].Decode(&trunc); err != nil {
 		t.Fatal(err)
 	}
-	if !trunc.Truncated || len(trunc.New) != evv1.MaxChangedFindings || trunc.NewCounts.Medium != 150 ||
+	if !trunc.Truncated || len(trunc.New) != eventsv1.MaxChangedFindings || trunc.NewCounts.Medium != 150 ||
 		trunc.ChangesPath != "/api/v1/reports/"+big+"/changes" {
 		t.Errorf("truncated change: truncated %v, %d listed, counts %+v, path %q", trunc.Truncated, len(trunc.New), trunc.NewCounts, trunc.ChangesPath)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 )
 
 // consumeLoop sets up the stream and the durable consumer, retrying until
@@ -51,7 +51,7 @@ func (b *Bus) consumerConfig() jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:        Durable,
 		Description:    "results-api scan status from operator events",
-		FilterSubjects: []string{evv1.SubjectImageNeeded, evv1.SubjectJobDone},
+		FilterSubjects: []string{eventsv1.SubjectImageNeeded, eventsv1.SubjectJobDone},
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		AckWait:        b.o.AckWait,
 		MaxDeliver:     -1,
@@ -62,7 +62,7 @@ func (b *Bus) consumerConfig() jetstream.ConsumerConfig {
 func (b *Bus) startConsumer(ctx context.Context, cfg jetstream.ConsumerConfig, handle func(context.Context, jetstream.Msg)) (jetstream.ConsumeContext, error) {
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	s, err := evv1.EnsureStream(sctx, b.js)
+	s, err := eventsv1.EnsureStream(sctx, b.js)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
@@ -22,7 +22,7 @@ import (
 // pending or waiting for an ack) and returns how often it delivered.
 func deliveries(ctx context.Context, t *testing.T, js jetstream.JetStream, acked uint64) uint64 {
 	t.Helper()
-	c, err := js.Consumer(ctx, evv1.StreamName, events.Durable)
+	c, err := js.Consumer(ctx, eventsv1.StreamName, events.Durable)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,20 +44,20 @@ func TestScanStatusSurvivesPostgresOutage(t *testing.T) {
 	_, url := natstest.StartT(t)
 	ctx := testCtx(t, 60*time.Second)
 	_, js := natsConn(t, url)
-	stream, err := evv1.EnsureStream(ctx, js)
+	stream, err := eventsv1.EnsureStream(ctx, js)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const oldMaxDeliver = 20
 	if _, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: events.Durable,
-		FilterSubjects: []string{evv1.SubjectImageNeeded, evv1.SubjectJobDone}, AckPolicy: jetstream.AckExplicitPolicy,
+		FilterSubjects: []string{eventsv1.SubjectImageNeeded, eventsv1.SubjectJobDone}, AckPolicy: jetstream.AckExplicitPolicy,
 		AckWait: 30 * time.Second, MaxDeliver: oldMaxDeliver, DeliverPolicy: jetstream.DeliverAllPolicy}); err != nil {
 		t.Fatal(err)
 	}
 	srv := apitest.Start(t, apitest.WithNATS(url), apitest.WithEventTiming(events.Timing{
 		RetryWait: 100 * time.Millisecond, Redelivery: []time.Duration{10 * time.Millisecond}}))
 	waitFor(t, func() bool {
-		c, err := js.Consumer(ctx, evv1.StreamName, events.Durable)
+		c, err := js.Consumer(ctx, eventsv1.StreamName, events.Durable)
 		if err != nil {
 			return false
 		}
@@ -78,8 +78,8 @@ func TestScanStatusSurvivesPostgresOutage(t *testing.T) {
 	})
 
 	d := bomtest.Digest(5)
-	publish(ctx, t, js, evv1.SubjectImageNeeded, evv1.SourceOperator, evv1.TypeImageNeeded, "outage-needed", time.Now(),
-		evv1.ImageNeeded{Digest: d, Image: "demo@" + d, Namespace: "ns", Scanner: "s", Job: "job-1", Reason: evv1.NeedNew, Attempt: 1})
+	publish(ctx, t, js, eventsv1.SubjectImageNeeded, eventsv1.SourceOperator, eventsv1.TypeImageNeeded, "outage-needed", time.Now(),
+		eventsv1.ImageNeeded{Digest: d, Image: "demo@" + d, Namespace: "ns", Scanner: "s", Job: "job-1", Reason: eventsv1.NeedNew, Attempt: 1})
 	failed := func() float64 {
 		return metric(t, srv, "crowsnest_results_api_events_failed_total", `stage="consume",subject="crowsnest.image.needed"`)
 	}
@@ -103,7 +103,7 @@ func TestScanStatusHandlerTimeout(t *testing.T) {
 	_, url := natstest.StartT(t)
 	ctx := testCtx(t, 60*time.Second)
 	_, js := natsConn(t, url)
-	if _, err := evv1.EnsureStream(ctx, js); err != nil {
+	if _, err := eventsv1.EnsureStream(ctx, js); err != nil {
 		t.Fatal(err)
 	}
 	srv := apitest.Start(t, apitest.WithNATS(url), apitest.WithEventTiming(events.Timing{
@@ -126,8 +126,8 @@ func TestScanStatusHandlerTimeout(t *testing.T) {
 
 	d := bomtest.Digest(6)
 	start := time.Now()
-	publish(ctx, t, js, evv1.SubjectJobDone, evv1.SourceOperator, evv1.TypeJobDone, "stuck-done", time.Now(),
-		evv1.JobDone{Digest: d, Image: "demo@" + d, Namespace: "ns", Scanner: "s", Job: "job-1", Outcome: evv1.OutcomeSucceeded, Attempt: 1})
+	publish(ctx, t, js, eventsv1.SubjectJobDone, eventsv1.SourceOperator, eventsv1.TypeJobDone, "stuck-done", time.Now(),
+		eventsv1.JobDone{Digest: d, Image: "demo@" + d, Namespace: "ns", Scanner: "s", Job: "job-1", Outcome: eventsv1.OutcomeSucceeded, Attempt: 1})
 	failed := func() float64 {
 		return metric(t, srv, "crowsnest_results_api_events_failed_total", `stage="consume",subject="crowsnest.job.done"`)
 	}

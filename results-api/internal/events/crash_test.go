@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 
@@ -116,7 +116,7 @@ func TestRelayKilledMidBatch(t *testing.T) {
 	ns, url := natstest.StartT(t)
 	ctx := testCtx(t, 90*time.Second)
 	nc, js := natsConn(t, url)
-	if _, err := evv1.EnsureStream(ctx, js); err != nil {
+	if _, err := eventsv1.EnsureStream(ctx, js); err != nil {
 		t.Fatal(err)
 	}
 	dsn := pgtest.NewDatabase(t)
@@ -144,7 +144,7 @@ func TestRelayKilledMidBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, nc.IsConnected)
-	sub, err := nc.SubscribeSync(evv1.SubjectReportStored)
+	sub, err := nc.SubscribeSync(eventsv1.SubjectReportStored)
 	if err != nil {
 		t.Fatal(err)
 	}

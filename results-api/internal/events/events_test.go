@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 
@@ -63,7 +63,7 @@ func TestEventsPublishConsumeFanOut(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	stream, err := js.Stream(ctx, evv1.StreamName)
+	stream, err := js.Stream(ctx, eventsv1.StreamName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,10 +97,10 @@ func TestEventsPublishConsumeFanOut(t *testing.T) {
 
 	// Both uploads published the same deterministic id: one message stored.
 	waitFor(t, func() bool {
-		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(evv1.SubjectReportStored))
-		return err == nil && info.State.Subjects[evv1.SubjectReportStored] == 1
+		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(eventsv1.SubjectReportStored))
+		return err == nil && info.State.Subjects[eventsv1.SubjectReportStored] == 1
 	})
-	raw, err := stream.GetLastMsgForSubject(ctx, evv1.SubjectReportStored)
+	raw, err := stream.GetLastMsgForSubject(ctx, eventsv1.SubjectReportStored)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,15 +110,15 @@ func TestEventsPublishConsumeFanOut(t *testing.T) {
 
 	// Operator events become scan status.
 	publish := func(typ, subj string, p any) {
-		ev, _ := evv1.New(evv1.SourceOperator, typ, evv1.ID(typ, "job-1", "1"), d, time.Now(), p)
+		ev, _ := eventsv1.New(eventsv1.SourceOperator, typ, eventsv1.ID(typ, "job-1", "1"), d, time.Now(), p)
 		data, _ := json.Marshal(ev)
 		if _, err := js.Publish(ctx, subj, data, jetstream.WithMsgID(ev.ID)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	publish(evv1.TypeImageNeeded, evv1.SubjectImageNeeded, evv1.ImageNeeded{Digest: d, Image: "demo@" + d, Namespace: "ns", Scanner: "s", Job: "job-1", Attempt: 1})
-	publish(evv1.TypeJobDone, evv1.SubjectJobDone, evv1.JobDone{Digest: d, Image: "demo@" + d, Namespace: "ns", Scanner: "s", Job: "job-1",
-		Outcome: evv1.OutcomeFailed, Reason: "ImagePullFailed", Attempt: 1})
+	publish(eventsv1.TypeImageNeeded, eventsv1.SubjectImageNeeded, eventsv1.ImageNeeded{Digest: d, Image: "demo@" + d, Namespace: "ns", Scanner: "s", Job: "job-1", Attempt: 1})
+	publish(eventsv1.TypeJobDone, eventsv1.SubjectJobDone, eventsv1.JobDone{Digest: d, Image: "demo@" + d, Namespace: "ns", Scanner: "s", Job: "job-1",
+		Outcome: eventsv1.OutcomeFailed, Reason: "ImagePullFailed", Attempt: 1})
 	waitFor(t, func() bool {
 		resp, err := srv.Client().Get(srv.URL + "/api/v1/scans")
 		if err != nil {
@@ -151,7 +151,7 @@ func fanOutSubscribed(t *testing.T, ns *natstest.Server) bool {
 		t.Fatal(err)
 	}
 	for _, c := range cz.Conns {
-		if c.Name == "crowsnest-results-api" && slices.Contains(c.Subs, evv1.StreamSubjects) {
+		if c.Name == "crowsnest-results-api" && slices.Contains(c.Subs, eventsv1.StreamSubjects) {
 			return true
 		}
 	}
@@ -159,7 +159,7 @@ func fanOutSubscribed(t *testing.T, ns *natstest.Server) bool {
 }
 
 func srvSubscribed(ctx context.Context, js jetstream.JetStream) bool {
-	_, err := js.Consumer(ctx, evv1.StreamName, "results-api-scans")
+	_, err := js.Consumer(ctx, eventsv1.StreamName, "results-api-scans")
 	return err == nil
 }
 

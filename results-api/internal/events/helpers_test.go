@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/bomtest"
@@ -46,7 +46,7 @@ func createStream(t *testing.T, url string) {
 	t.Helper()
 	nc, js := natsConn(t, url)
 	defer nc.Close()
-	if _, err := evv1.EnsureStream(testCtx(t, 10*time.Second), js); err != nil {
+	if _, err := eventsv1.EnsureStream(testCtx(t, 10*time.Second), js); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -176,7 +176,7 @@ type streamEvent struct {
 // with prefix.
 func streamEvents(ctx context.Context, t *testing.T, js jetstream.JetStream, prefix string) []streamEvent {
 	t.Helper()
-	s, err := js.Stream(ctx, evv1.StreamName)
+	s, err := js.Stream(ctx, eventsv1.StreamName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func streamEvents(ctx context.Context, t *testing.T, js jetstream.JetStream, pre
 		if !strings.HasPrefix(m.Subject, prefix) {
 			continue
 		}
-		var ev evv1.Event
+		var ev eventsv1.Event
 		if err := json.Unmarshal(m.Data, &ev); err != nil {
 			t.Fatalf("stream message %d: %v", seq, err)
 		}

@@ -3,13 +3,13 @@ package events
 import (
 	"time"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 )
 
-// parse decodes and validates a message received on subject (evv1.Validate):
+// parse decodes and validates a message received on subject (eventsv1.Validate):
 // nothing a forged or broken event says reaches the store or the browsers.
-func parse(subject string, data []byte) (evv1.Event, error) {
-	return evv1.Parse(subject, data, time.Now(), evv1.DefaultMaxSkew)
+func parse(subject string, data []byte) (eventsv1.Event, error) {
+	return eventsv1.Parse(subject, data, time.Now(), eventsv1.DefaultMaxSkew)
 }
 
 // consumed reports whether a durable consumer (scan status, inventory)
@@ -18,21 +18,21 @@ func parse(subject string, data []byte) (evv1.Event, error) {
 // replicas, is the one that counts and logs an invalid one, so each is
 // counted once.
 func consumed(subject string) bool {
-	return subject == evv1.SubjectImageNeeded || subject == evv1.SubjectJobDone || subject == evv1.SubjectInventorySnapshot
+	return subject == eventsv1.SubjectImageNeeded || subject == eventsv1.SubjectJobDone || subject == eventsv1.SubjectInventorySnapshot
 }
 
 // rejected counts and logs an invalid event: subject, id and the broken rule,
 // never the payload.
-func (b *Bus) rejected(subject string, ev evv1.Event, err error) {
-	reason := evv1.Reason(err)
+func (b *Bus) rejected(subject string, ev eventsv1.Event, err error) {
+	reason := eventsv1.Reason(err)
 	b.o.Metrics.EventsInvalid.WithLabelValues(subject, reason).Inc()
 	b.o.Logger.Warn("drop invalid event", "subject", subject, "id", clipID(ev.ID), "reason", reason, "error", err)
 }
 
 // clipID bounds the id in a log line: an invalid one is the sender's choice.
 func clipID(id string) string {
-	if len(id) > evv1.MaxIDLength {
-		return id[:evv1.MaxIDLength] + "…"
+	if len(id) > eventsv1.MaxIDLength {
+		return id[:eventsv1.MaxIDLength] + "…"
 	}
 	return id
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
@@ -52,24 +52,24 @@ func TestForgedOperatorEventsAreTerminated(t *testing.T) {
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	waitFor(t, func() bool { return fanOutSubscribed(t, ns) && srvSubscribed(ctx, js) })
-	terminated, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED." + evv1.StreamName + ".results-api-scans")
+	terminated, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED." + eventsv1.StreamName + ".results-api-scans")
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	d := bomtest.Digest(7)
-	done := func(outcome evv1.Outcome, reason string) evv1.JobDone {
-		return evv1.JobDone{Digest: d, Image: "demo@" + d, Namespace: "ns", Scanner: "s", Job: "job-1", Outcome: outcome, Reason: reason, Attempt: 1}
+	done := func(outcome eventsv1.Outcome, reason string) eventsv1.JobDone {
+		return eventsv1.JobDone{Digest: d, Image: "demo@" + d, Namespace: "ns", Scanner: "s", Job: "job-1", Outcome: outcome, Reason: reason, Attempt: 1}
 	}
-	publish(ctx, t, js, evv1.SubjectImageNeeded, evv1.SourceOperator, evv1.TypeImageNeeded, "needed", time.Now(),
-		evv1.ImageNeeded{Digest: d, Image: "demo@" + d, Namespace: "ns", Scanner: "s", Job: "job-1", Reason: evv1.NeedNew, Attempt: 1})
+	publish(ctx, t, js, eventsv1.SubjectImageNeeded, eventsv1.SourceOperator, eventsv1.TypeImageNeeded, "needed", time.Now(),
+		eventsv1.ImageNeeded{Digest: d, Image: "demo@" + d, Namespace: "ns", Scanner: "s", Job: "job-1", Reason: eventsv1.NeedNew, Attempt: 1})
 	waitFor(t, func() bool { return scanState(t, srv, d) == api.Scanning })
 
-	forged := done(evv1.OutcomeSucceeded, "")
+	forged := done(eventsv1.OutcomeSucceeded, "")
 	forged.Message = marker
-	publish(ctx, t, js, evv1.SubjectJobDone, evv1.SourceOperator, evv1.TypeJobDone, "forged-future",
+	publish(ctx, t, js, eventsv1.SubjectJobDone, eventsv1.SourceOperator, eventsv1.TypeJobDone, "forged-future",
 		time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), forged)
-	publish(ctx, t, js, evv1.SubjectJobDone, evv1.SourceResultsAPI, evv1.TypeJobDone, "forged-source", time.Now(), forged)
+	publish(ctx, t, js, eventsv1.SubjectJobDone, eventsv1.SourceResultsAPI, eventsv1.TypeJobDone, "forged-source", time.Now(), forged)
 	for i := range 2 {
 		if _, err := terminated.NextMsg(10 * time.Second); err != nil {
 			t.Fatalf("termination advisory %d: %v", i+1, err)
@@ -80,7 +80,7 @@ func TestForgedOperatorEventsAreTerminated(t *testing.T) {
 	}
 
 	validAt := time.Now().UTC().Truncate(time.Millisecond)
-	publish(ctx, t, js, evv1.SubjectJobDone, evv1.SourceOperator, evv1.TypeJobDone, "valid", validAt, done(evv1.OutcomeFailed, "ImagePullFailed"))
+	publish(ctx, t, js, eventsv1.SubjectJobDone, eventsv1.SourceOperator, eventsv1.TypeJobDone, "valid", validAt, done(eventsv1.OutcomeFailed, "ImagePullFailed"))
 	waitFor(t, func() bool { return scanState(t, srv, d) == api.Failed })
 	if st := scan(t, srv, d); st.Reason == nil || *st.Reason != "ImagePullFailed" || !st.UpdatedAt.Equal(validAt) {
 		t.Errorf("scan status %+v, want the valid job.done's (failed, ImagePullFailed, %s)", st, validAt)
@@ -116,7 +116,7 @@ func TestForgedOperatorEventsAreTerminated(t *testing.T) {
 
 	// Terminated, not redelivered: four deliveries for four messages, none
 	// waiting for an ack, and no third termination.
-	c, err := js.Consumer(ctx, evv1.StreamName, "results-api-scans")
+	c, err := js.Consumer(ctx, eventsv1.StreamName, "results-api-scans")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,13 +141,13 @@ func TestForgedOperatorEventsAreTerminated(t *testing.T) {
 	warned := map[string]string{}
 	for _, l := range logs.JSONLines(t) {
 		if l["msg"] == "drop invalid event" {
-			if l["level"] != "WARN" || l["subject"] != evv1.SubjectJobDone {
+			if l["level"] != "WARN" || l["subject"] != eventsv1.SubjectJobDone {
 				t.Errorf("log line %v", l)
 			}
 			warned[l["id"].(string)] = l["reason"].(string)
 		}
 	}
-	if len(warned) != 2 || warned["forged-future"] != evv1.ReasonTime || warned["forged-source"] != evv1.ReasonSource ||
+	if len(warned) != 2 || warned["forged-future"] != eventsv1.ReasonTime || warned["forged-source"] != eventsv1.ReasonSource ||
 		strings.Count(logs.String(), `"msg":"drop invalid event"`) != 2 {
 		t.Errorf("warnings %v (%d lines), want forged-future: time, forged-source: source, once each", warned, strings.Count(logs.String(), `"msg":"drop invalid event"`))
 	}
@@ -179,8 +179,8 @@ func TestForgedReportEventIsNotBroadcast(t *testing.T) {
 	waitFor(t, func() bool { return fanOutSubscribed(t, ns) })
 
 	forged, valid := bomtest.Digest(8), bomtest.Digest(9)
-	publish(ctx, t, js, evv1.SubjectReportDeleted, evv1.SourceOperator, evv1.TypeReportDeleted, "forged", time.Now(), evv1.ReportDeleted{Digest: forged})
-	publish(ctx, t, js, evv1.SubjectReportDeleted, evv1.SourceResultsAPI, evv1.TypeReportDeleted, "valid", time.Now(), evv1.ReportDeleted{Digest: valid})
+	publish(ctx, t, js, eventsv1.SubjectReportDeleted, eventsv1.SourceOperator, eventsv1.TypeReportDeleted, "forged", time.Now(), eventsv1.ReportDeleted{Digest: forged})
+	publish(ctx, t, js, eventsv1.SubjectReportDeleted, eventsv1.SourceResultsAPI, eventsv1.TypeReportDeleted, "valid", time.Now(), eventsv1.ReportDeleted{Digest: valid})
 	_, msg, err := ws.Read(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +201,7 @@ func TestForgedReportEventIsNotBroadcast(t *testing.T) {
 
 func publish(ctx context.Context, t *testing.T, js jetstream.JetStream, subject, source, typ, id string, at time.Time, payload any) {
 	t.Helper()
-	ev, err := evv1.New(source, typ, id, "", at, payload)
+	ev, err := eventsv1.New(source, typ, id, "", at, payload)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 )
@@ -17,14 +17,14 @@ func (b *Bus) inventoryConsumerConfig() jetstream.ConsumerConfig {
 	c := b.consumerConfig()
 	c.Durable = InventoryDurable
 	c.Description = "results-api workload inventory from the operator's snapshots"
-	c.FilterSubjects = []string{evv1.SubjectInventorySnapshot}
+	c.FilterSubjects = []string{eventsv1.SubjectInventorySnapshot}
 	return c
 }
 
 // inventory turns a validated inventory.snapshot event into the store's
 // Inventory.
-func inventory(ev evv1.Event) (store.Inventory, error) {
-	var p evv1.InventorySnapshot
+func inventory(ev eventsv1.Event) (store.Inventory, error) {
+	var p eventsv1.InventorySnapshot
 	if err := ev.Decode(&p); err != nil {
 		return store.Inventory{}, err
 	}

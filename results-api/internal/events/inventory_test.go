@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/test/support"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
@@ -21,11 +21,11 @@ import (
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 )
 
-func snapshot(ns string, digests ...string) evv1.InventorySnapshot {
-	s := evv1.InventorySnapshot{Namespace: ns, Workloads: []evv1.InventoryWorkload{}}
+func snapshot(ns string, digests ...string) eventsv1.InventorySnapshot {
+	s := eventsv1.InventorySnapshot{Namespace: ns, Workloads: []eventsv1.InventoryWorkload{}}
 	for i, d := range digests {
-		s.Workloads = append(s.Workloads, evv1.InventoryWorkload{Kind: evv1.KindDeployment, Name: "w" + string(rune('a'+i)),
-			Containers: []evv1.InventoryContainer{{Name: "c", Image: "img", Digest: d, Pods: i + 1}}})
+		s.Workloads = append(s.Workloads, eventsv1.InventoryWorkload{Kind: eventsv1.KindDeployment, Name: "w" + string(rune('a'+i)),
+			Containers: []eventsv1.InventoryContainer{{Name: "c", Image: "img", Digest: d, Pods: i + 1}}})
 	}
 	return s
 }
@@ -71,10 +71,10 @@ func TestInventoryConsumer(t *testing.T) {
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	waitFor(t, func() bool {
-		_, err := js.Consumer(ctx, evv1.StreamName, "results-api-inventory")
+		_, err := js.Consumer(ctx, eventsv1.StreamName, "results-api-inventory")
 		return err == nil
 	})
-	terminated, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED." + evv1.StreamName + ".results-api-inventory")
+	terminated, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED." + eventsv1.StreamName + ".results-api-inventory")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,11 +83,11 @@ func TestInventoryConsumer(t *testing.T) {
 	marks := 0
 	// step publishes one snapshot of a, then a marker snapshot of
 	// namespace "mark" and waits until the marker is applied.
-	step := func(id string, at time.Time, s evv1.InventorySnapshot) {
+	step := func(id string, at time.Time, s eventsv1.InventorySnapshot) {
 		t.Helper()
-		publish(ctx, t, js, evv1.SubjectInventorySnapshot, evv1.SourceOperator, evv1.TypeInventorySnapshot, id, at, s)
+		publish(ctx, t, js, eventsv1.SubjectInventorySnapshot, eventsv1.SourceOperator, eventsv1.TypeInventorySnapshot, id, at, s)
 		marks++
-		publish(ctx, t, js, evv1.SubjectInventorySnapshot, evv1.SourceOperator, evv1.TypeInventorySnapshot,
+		publish(ctx, t, js, eventsv1.SubjectInventorySnapshot, eventsv1.SourceOperator, eventsv1.TypeInventorySnapshot,
 			id+"-mark", base.Add(time.Duration(marks)*time.Second), snapshot("mark", bomtest.Digest(100+marks)))
 		want := bomtest.Digest(100 + marks)
 		waitFor(t, func() bool { _, ok := digestsOf(t, st, "mark")[want]; return ok })
@@ -119,12 +119,12 @@ func TestInventoryConsumer(t *testing.T) {
 
 	// The same event again (a redelivery: same id and time, another
 	// Nats-Msg-Id so that the stream keeps it).
-	ev, err := evv1.New(evv1.SourceOperator, evv1.TypeInventorySnapshot, "s2", "", base.Add(2*time.Minute), snapshot("a", d3))
+	ev, err := eventsv1.New(eventsv1.SourceOperator, eventsv1.TypeInventorySnapshot, "s2", "", base.Add(2*time.Minute), snapshot("a", d3))
 	if err != nil {
 		t.Fatal(err)
 	}
 	data, _ := json.Marshal(ev)
-	if _, err := js.Publish(ctx, evv1.SubjectInventorySnapshot, data, jetstream.WithMsgID("s2-again")); err != nil {
+	if _, err := js.Publish(ctx, eventsv1.SubjectInventorySnapshot, data, jetstream.WithMsgID("s2-again")); err != nil {
 		t.Fatal(err)
 	}
 	step("after-again", base.Add(2*time.Minute), snapshot("a", d3))
@@ -151,7 +151,7 @@ func TestInventoryConsumer(t *testing.T) {
 	}
 
 	// Every delivery acknowledged or terminated, none redelivered.
-	c, err := js.Consumer(ctx, evv1.StreamName, "results-api-inventory")
+	c, err := js.Consumer(ctx, eventsv1.StreamName, "results-api-inventory")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,18 +170,18 @@ func TestInventoryConsumer(t *testing.T) {
 // publishes as the operator user: the permissions let results-api create
 // and read its inventory consumer, and the snapshot is applied.
 func TestInventoryConsumerWithNATSPermissions(t *testing.T) {
-	pw := map[evv1.User]string{evv1.UserResultsAPI: "results-api-password", evv1.UserOperator: "operator-password"}
+	pw := map[eventsv1.User]string{eventsv1.UserResultsAPI: "results-api-password", eventsv1.UserOperator: "operator-password"}
 	_, url := natstest.StartAuthT(t, pw)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	logs := &support.Buffer{}
 	svc, err := service.New(ctx, service.Config{DatabaseURL: pgtest.NewDatabase(t), NATSURL: url, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
-		NATSConnect: []nats.Option{nats.UserInfo(string(evv1.UserResultsAPI), pw[evv1.UserResultsAPI])}})
+		NATSConnect: []nats.Option{nats.UserInfo(string(eventsv1.UserResultsAPI), pw[eventsv1.UserResultsAPI])}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	nc, err := nats.Connect(url, nats.UserInfo(string(evv1.UserOperator), pw[evv1.UserOperator]))
+	nc, err := nats.Connect(url, nats.UserInfo(string(eventsv1.UserOperator), pw[eventsv1.UserOperator]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,15 +202,15 @@ func TestInventoryConsumerWithNATSPermissions(t *testing.T) {
 	waitFor(t, func() bool {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		_, perr = js.Publish(pctx, evv1.SubjectInventorySnapshot, mustEvent(t, "perm-1", snapshot("shop", d)), jetstream.WithMsgID("perm-1"))
+		_, perr = js.Publish(pctx, eventsv1.SubjectInventorySnapshot, mustEvent(t, "perm-1", snapshot("shop", d)), jetstream.WithMsgID("perm-1"))
 		return perr == nil // until results-api has created the stream
 	})
 	waitFor(t, func() bool { _, ok := digestsOf(t, svc.Store, "shop")[d]; return ok })
 }
 
-func mustEvent(t *testing.T, id string, s evv1.InventorySnapshot) []byte {
+func mustEvent(t *testing.T, id string, s eventsv1.InventorySnapshot) []byte {
 	t.Helper()
-	ev, err := evv1.New(evv1.SourceOperator, evv1.TypeInventorySnapshot, id, "", time.Now(), s)
+	ev, err := eventsv1.New(eventsv1.SourceOperator, eventsv1.TypeInventorySnapshot, id, "", time.Now(), s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
@@ -25,49 +25,49 @@ const (
 	TypeReportDeleted = "report.deleted"
 	TypeScanStatus    = "scan.status"
 	// TypeFindingsChanged carries the crowsnest.findings.changed payload
-	// (evv1.FindingsChanged) as it is.
+	// (eventsv1.FindingsChanged) as it is.
 	TypeFindingsChanged = "findings.changed"
 )
 
-func storedPayload(s report.Summary) evv1.ReportStored {
+func storedPayload(s report.Summary) eventsv1.ReportStored {
 	c := s.Counts
-	return evv1.ReportStored{Digest: s.Digest, Image: s.Image, ScannedAt: s.ScannedAt, Fixable: s.Fixable, Findings: s.Findings,
-		Counts: evv1.SeverityCounts{Critical: c.Critical, High: c.High, Medium: c.Medium, Low: c.Low, Negligible: c.Negligible, Unknown: c.Unknown}}
+	return eventsv1.ReportStored{Digest: s.Digest, Image: s.Image, ScannedAt: s.ScannedAt, Fixable: s.Fixable, Findings: s.Findings,
+		Counts: eventsv1.SeverityCounts{Critical: c.Critical, High: c.High, Medium: c.Medium, Low: c.Low, Negligible: c.Negligible, Unknown: c.Unknown}}
 }
 
 // storedEvent builds the CloudEvent for a stored report. The id depends on
 // the report's content, so re-uploading the same report is deduplicated.
-func storedEvent(s report.Summary, now time.Time) (evv1.Event, error) {
+func storedEvent(s report.Summary, now time.Time) (eventsv1.Event, error) {
 	c := s.Counts
-	id := evv1.ID(evv1.TypeReportStored, s.Digest, s.ScannedAt.UTC().Format(time.RFC3339Nano),
+	id := eventsv1.ID(eventsv1.TypeReportStored, s.Digest, s.ScannedAt.UTC().Format(time.RFC3339Nano),
 		fmt.Sprint(c.Critical, c.High, c.Medium, c.Low, c.Negligible, c.Unknown, s.Fixable, s.Findings))
-	return evv1.New(evv1.SourceResultsAPI, evv1.TypeReportStored, id, s.Digest, now, storedPayload(s))
+	return eventsv1.New(eventsv1.SourceResultsAPI, eventsv1.TypeReportStored, id, s.Digest, now, storedPayload(s))
 }
 
-func deletedEvent(s report.Summary, now time.Time) (evv1.Event, error) {
-	id := evv1.ID(evv1.TypeReportDeleted, s.Digest, s.StoredAt.UTC().Format(time.RFC3339Nano))
-	return evv1.New(evv1.SourceResultsAPI, evv1.TypeReportDeleted, id, s.Digest, now,
-		evv1.ReportDeleted{Digest: s.Digest, Image: s.Image})
+func deletedEvent(s report.Summary, now time.Time) (eventsv1.Event, error) {
+	id := eventsv1.ID(eventsv1.TypeReportDeleted, s.Digest, s.StoredAt.UTC().Format(time.RFC3339Nano))
+	return eventsv1.New(eventsv1.SourceResultsAPI, eventsv1.TypeReportDeleted, id, s.Digest, now,
+		eventsv1.ReportDeleted{Digest: s.Digest, Image: s.Image})
 }
 
 // scanStatus turns an operator event into the scan status it implies.
 // image.needed means the scan Job exists: the digest is being scanned.
-func scanStatus(ev evv1.Event) (report.ScanStatus, error) {
+func scanStatus(ev eventsv1.Event) (report.ScanStatus, error) {
 	switch ev.Type {
-	case evv1.TypeImageNeeded:
-		var p evv1.ImageNeeded
+	case eventsv1.TypeImageNeeded:
+		var p eventsv1.ImageNeeded
 		if err := ev.Decode(&p); err != nil {
 			return report.ScanStatus{}, err
 		}
 		return report.ScanStatus{Digest: p.Digest, Image: p.Image, Namespace: p.Namespace, Scanner: p.Scanner,
 			Job: p.Job, State: report.ScanScanning, Reason: string(p.Reason), Attempt: p.Attempt, UpdatedAt: ev.Time.UTC()}, nil
-	case evv1.TypeJobDone:
-		var p evv1.JobDone
+	case eventsv1.TypeJobDone:
+		var p eventsv1.JobDone
 		if err := ev.Decode(&p); err != nil {
 			return report.ScanStatus{}, err
 		}
 		st := report.ScanDone
-		if p.Outcome != evv1.OutcomeSucceeded {
+		if p.Outcome != eventsv1.OutcomeSucceeded {
 			st = report.ScanFailed
 		}
 		return report.ScanStatus{Digest: p.Digest, Image: p.Image, Namespace: p.Namespace, Scanner: p.Scanner,
@@ -78,34 +78,34 @@ func scanStatus(ev evv1.Event) (report.ScanStatus, error) {
 
 // frame renders a CloudEvent from the stream as a WebSocket frame (nil for
 // an event that has none) and names the digest it is about.
-func frame(ev evv1.Event) (msg []byte, digest string, err error) {
+func frame(ev eventsv1.Event) (msg []byte, digest string, err error) {
 	m := Message{ID: ev.ID, Time: ev.Time}
 	switch ev.Type {
-	case evv1.TypeReportStored:
-		var p evv1.ReportStored
+	case eventsv1.TypeReportStored:
+		var p eventsv1.ReportStored
 		if err := ev.Decode(&p); err != nil {
 			return nil, "", err
 		}
 		m.Type, m.Data, digest = TypeReportStored, p, p.Digest
-	case evv1.TypeReportDeleted:
-		var p evv1.ReportDeleted
+	case eventsv1.TypeReportDeleted:
+		var p eventsv1.ReportDeleted
 		if err := ev.Decode(&p); err != nil {
 			return nil, "", err
 		}
 		m.Type, m.Data, digest = TypeReportDeleted, p, p.Digest
-	case evv1.TypeFindingsChanged:
-		var p evv1.FindingsChanged
+	case eventsv1.TypeFindingsChanged:
+		var p eventsv1.FindingsChanged
 		if err := ev.Decode(&p); err != nil {
 			return nil, "", err
 		}
 		m.Type, m.Data, digest = TypeFindingsChanged, p, p.Digest
-	case evv1.TypeImageNeeded, evv1.TypeJobDone:
+	case eventsv1.TypeImageNeeded, eventsv1.TypeJobDone:
 		st, err := scanStatus(ev)
 		if err != nil {
 			return nil, "", err
 		}
 		m.Type, m.Data, digest = TypeScanStatus, api.NewScanStatus(&st), st.Digest
-	case evv1.TypeVulnDBUpdated, evv1.TypeRematchDone, evv1.TypeInventorySnapshot:
+	case eventsv1.TypeVulnDBUpdated, eventsv1.TypeRematchDone, eventsv1.TypeInventorySnapshot:
 		return nil, "", nil // no WebSocket frame
 	default:
 		return nil, "", fmt.Errorf("unknown event type %q", ev.Type)
@@ -118,7 +118,7 @@ func frame(ev evv1.Event) (msg []byte, digest string, err error) {
 // job.done) without the namespace its Job ran in, the Scanner, the Job and
 // the failure text (report.ScanStatus.Redact), for clients that see the
 // digest but not that namespace, and returns that namespace.
-func redactedScanFrame(ev evv1.Event) (msg []byte, origin string, err error) {
+func redactedScanFrame(ev eventsv1.Event) (msg []byte, origin string, err error) {
 	st, err := scanStatus(ev)
 	if err != nil {
 		return nil, "", err

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
@@ -51,8 +51,8 @@ func TestOutboxWaitsForNATS(t *testing.T) {
 	time.Sleep(3 * fast.RelayPoll)
 	all := outboxRows(t, srv.DatabaseURL)
 	rows := reportRows(all)
-	if len(rows) != 1 || rows[0].Subject != evv1.SubjectReportStored || rows[0].Digest != d ||
-		len(all) != 2 || all[1].Subject != evv1.SubjectFindingsChanged {
+	if len(rows) != 1 || rows[0].Subject != eventsv1.SubjectReportStored || rows[0].Digest != d ||
+		len(all) != 2 || all[1].Subject != eventsv1.SubjectFindingsChanged {
 		t.Fatalf("outbox %+v, want the report.stored of %s and its baseline findings.changed", all, d)
 	}
 	waitFor(t, func() bool {
@@ -132,7 +132,7 @@ func TestOutboxOrderPerDigestAcrossReplicas(t *testing.T) {
 		for _, e := range events {
 			byDigest[e.Digest] = append(byDigest[e.Digest], e.Subject)
 		}
-		want := []string{evv1.SubjectReportStored, evv1.SubjectReportDeleted, evv1.SubjectReportStored}
+		want := []string{eventsv1.SubjectReportStored, eventsv1.SubjectReportDeleted, eventsv1.SubjectReportStored}
 		for n := first; n < first+digests; n++ {
 			if got := byDigest[bomtest.Digest(n)]; !slices.Equal(got, want) {
 				t.Errorf("digest %d: stream order %v, want %v", n, got, want)
@@ -204,7 +204,7 @@ func TestPoisonEventDoesNotBlockOtherDigests(t *testing.T) {
 	defer conn.Close(ctx)
 	huge := fmt.Sprintf(`{"pad":"%s"}`, strings.Repeat("x", 2<<20))
 	if _, err := conn.Exec(ctx, `INSERT INTO event_outbox (subject, digest, event_id, payload) VALUES ($1, $2, 'poison', $3)`,
-		evv1.SubjectReportStored, poisoned, huge); err != nil {
+		eventsv1.SubjectReportStored, poisoned, huge); err != nil {
 		t.Fatal(err)
 	}
 	if code := put(t, srv, poisoned, bomV(1)); code != http.StatusCreated {
@@ -223,7 +223,7 @@ func TestPoisonEventDoesNotBlockOtherDigests(t *testing.T) {
 
 	// Counted: the failures metric equals the poison row's attempts (read
 	// between two equal scrapes, so no attempt falls in between).
-	label := `subject="` + evv1.SubjectReportStored + `"`
+	label := `subject="` + eventsv1.SubjectReportStored + `"`
 	waitFor(t, func() bool {
 		before := metric(t, srv, "crowsnest_results_api_outbox_publish_failures_total", label)
 		rows := outboxRows(t, srv.DatabaseURL)

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 )
@@ -177,7 +177,7 @@ func (b *Bus) measure(ctx context.Context) time.Duration {
 func (b *Bus) ensureStream(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := evv1.EnsureStream(sctx, b.js); err != nil {
+	if _, err := eventsv1.EnsureStream(sctx, b.js); err != nil {
 		b.o.Logger.Debug("ensure stream", "error", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
@@ -57,14 +57,14 @@ func TestScanStatusNamesNoNamespaceOutsideTheReadersScope(t *testing.T) {
 	defer nc.Close()
 	jobDone := func(digest, namespace, scanner, job, message string) {
 		t.Helper()
-		ev, err := evv1.New(evv1.SourceOperator, evv1.TypeJobDone, evv1.ID(evv1.TypeJobDone, job, "1"), digest, time.Now(),
-			evv1.JobDone{Digest: digest, Image: "demo@" + digest, Namespace: namespace, Scanner: scanner, Job: job,
-				Outcome: evv1.OutcomeFailed, Reason: "ImagePullFailed", Message: message, Attempt: 1})
+		ev, err := eventsv1.New(eventsv1.SourceOperator, eventsv1.TypeJobDone, eventsv1.ID(eventsv1.TypeJobDone, job, "1"), digest, time.Now(),
+			eventsv1.JobDone{Digest: digest, Image: "demo@" + digest, Namespace: namespace, Scanner: scanner, Job: job,
+				Outcome: eventsv1.OutcomeFailed, Reason: "ImagePullFailed", Message: message, Attempt: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		data, _ := json.Marshal(ev)
-		if err := nc.Publish(evv1.SubjectJobDone, data); err != nil {
+		if err := nc.Publish(eventsv1.SubjectJobDone, data); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 )
 
 // seen is one event as a subscriber saw it.
@@ -75,7 +75,7 @@ func kinds(es []seen) string {
 func subscribeNATS(t *testing.T, url string) *recorder {
 	t.Helper()
 	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(200*time.Millisecond),
-		nats.UserInfo(string(evv1.UserReader), shared.NATS.Password(evv1.UserReader)),
+		nats.UserInfo(string(eventsv1.UserReader), shared.NATS.Password(eventsv1.UserReader)),
 		// The reader may not delete consumers, its own ephemeral one included
 		// (the server removes that when idle): that refusal is expected.
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
@@ -93,17 +93,17 @@ func subscribeNATS(t *testing.T, url string) *recorder {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	stream, err := js.Stream(ctx, evv1.StreamName) // the services create it; a reader may not
+	stream, err := js.Stream(ctx, eventsv1.StreamName) // the services create it; a reader may not
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{evv1.StreamSubjects}})
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{eventsv1.StreamSubjects}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &recorder{}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		var ev evv1.Event
+		var ev eventsv1.Event
 		if err := json.Unmarshal(m.Data(), &ev); err != nil {
 			t.Errorf("undecodable event on %s: %v", m.Subject(), err)
 			return
@@ -187,7 +187,7 @@ func checkNATSOnce(es []seen) error {
 	if i := index(es, "image.needed"); i != 0 {
 		return fmt.Errorf("image.needed is not first: %s", kinds(es))
 	}
-	if es[index(es, "job.done")].Outcome != string(evv1.OutcomeSucceeded) {
+	if es[index(es, "job.done")].Outcome != string(eventsv1.OutcomeSucceeded) {
 		return fmt.Errorf("job.done not succeeded: %s", kinds(es))
 	}
 	return nil

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/api/scan"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/workload"
@@ -93,7 +93,7 @@ func TestMatcherServesScansAndRematches(t *testing.T) {
 	if err := shared.UpdateDB(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var got evv1.RematchDone
+	var got eventsv1.RematchDone
 	select {
 	case got = <-done:
 	case <-ctx.Done():
@@ -118,9 +118,9 @@ func TestMatcherServesScansAndRematches(t *testing.T) {
 
 // subscribeRematchDone delivers rematch.done payloads published from now on,
 // read with the reader user like any other tool.
-func subscribeRematchDone(t *testing.T) <-chan evv1.RematchDone {
+func subscribeRematchDone(t *testing.T) <-chan eventsv1.RematchDone {
 	t.Helper()
-	nc, err := nats.Connect(shared.NATS.URL(), nats.UserInfo(string(evv1.UserReader), shared.NATS.Password(evv1.UserReader)))
+	nc, err := nats.Connect(shared.NATS.URL(), nats.UserInfo(string(eventsv1.UserReader), shared.NATS.Password(eventsv1.UserReader)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,23 +131,23 @@ func subscribeRematchDone(t *testing.T) <-chan evv1.RematchDone {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	stream, err := js.Stream(ctx, evv1.StreamName)
+	stream, err := js.Stream(ctx, eventsv1.StreamName)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{evv1.SubjectRematchDone}, DeliverPolicy: jetstream.DeliverNewPolicy})
+		FilterSubjects: []string{eventsv1.SubjectRematchDone}, DeliverPolicy: jetstream.DeliverNewPolicy})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make(chan evv1.RematchDone, 4)
+	out := make(chan eventsv1.RematchDone, 4)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		ev, err := evv1.Parse(m.Subject(), m.Data(), time.Now(), time.Minute)
+		ev, err := eventsv1.Parse(m.Subject(), m.Data(), time.Now(), time.Minute)
 		if err != nil {
 			t.Errorf("invalid rematch.done: %v", err)
 			return
 		}
-		var p evv1.RematchDone
+		var p eventsv1.RematchDone
 		if err := ev.Decode(&p); err != nil {
 			t.Errorf("rematch.done payload: %v", err)
 			return

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/workload"
 )
@@ -32,7 +32,7 @@ func TestForgedFutureEventIsDropped(t *testing.T) {
 	before := scanStatus(ctx, t, alpine.Digest)
 	invalidBefore := metricValue(ctx, t, `crowsnest_events_invalid_total{reason="time",subject="crowsnest.job.done"}`)
 
-	nc, err := nats.Connect(shared.NATS.URL(), nats.UserInfo(string(evv1.UserOperator), shared.NATS.Password(evv1.UserOperator)))
+	nc, err := nats.Connect(shared.NATS.URL(), nats.UserInfo(string(eventsv1.UserOperator), shared.NATS.Password(eventsv1.UserOperator)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,14 +41,14 @@ func TestForgedFutureEventIsDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := evv1.New(evv1.SourceOperator, evv1.TypeJobDone, evv1.ID(evv1.TypeJobDone, "forged-9999"), alpine.Digest,
-		time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), evv1.JobDone{Digest: alpine.Digest, Image: alpine.Ref(),
-			Namespace: before.Namespace, Job: "forged", Outcome: evv1.OutcomeFailed, Reason: "ImagePullFailed", Attempt: 1})
+	ev, err := eventsv1.New(eventsv1.SourceOperator, eventsv1.TypeJobDone, eventsv1.ID(eventsv1.TypeJobDone, "forged-9999"), alpine.Digest,
+		time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), eventsv1.JobDone{Digest: alpine.Digest, Image: alpine.Ref(),
+			Namespace: before.Namespace, Job: "forged", Outcome: eventsv1.OutcomeFailed, Reason: "ImagePullFailed", Attempt: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := json.Marshal(ev)
-	if _, err := js.Publish(ctx, evv1.SubjectJobDone, body, jetstream.WithMsgID(ev.ID)); err != nil {
+	if _, err := js.Publish(ctx, eventsv1.SubjectJobDone, body, jetstream.WithMsgID(ev.ID)); err != nil {
 		t.Fatalf("publish with the operator's credentials: %v", err)
 	}
 	eventually(t, 30*time.Second, "the forged event counted as invalid", func() error {

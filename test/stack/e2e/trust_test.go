@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	evv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 )
 
 // TestEventBusRefusesAttackers plays a Pod with network access to NATS:
@@ -27,12 +27,12 @@ func TestEventBusRefusesAttackers(t *testing.T) {
 		nc.Close()
 		t.Fatal("an anonymous client connected to NATS")
 	}
-	if nc, err := nats.Connect(url, nats.UserInfo(string(evv1.UserOperator), "guessed"), nats.MaxReconnects(0)); err == nil {
+	if nc, err := nats.Connect(url, nats.UserInfo(string(eventsv1.UserOperator), "guessed"), nats.MaxReconnects(0)); err == nil {
 		nc.Close()
 		t.Fatal("a guessed operator password connected to NATS")
 	}
 
-	nc, err := nats.Connect(url, nats.UserInfo(string(evv1.UserReader), shared.NATS.Password(evv1.UserReader)),
+	nc, err := nats.Connect(url, nats.UserInfo(string(eventsv1.UserReader), shared.NATS.Password(eventsv1.UserReader)),
 		nats.MaxReconnects(0), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {
 		t.Fatalf("reader: %v", err)
@@ -43,8 +43,8 @@ func TestEventBusRefusesAttackers(t *testing.T) {
 		t.Fatal(err)
 	}
 	forged := "sha256:" + fmt.Sprintf("%064x", time.Now().UnixNano())
-	for _, subject := range []string{evv1.SubjectJobDone, evv1.SubjectImageNeeded, evv1.SubjectReportDeleted, evv1.SubjectReportStored} {
-		ev, err := evv1.New(evv1.SourceOperator, evv1.TypeJobDone, evv1.ID("forged", subject), forged,
+	for _, subject := range []string{eventsv1.SubjectJobDone, eventsv1.SubjectImageNeeded, eventsv1.SubjectReportDeleted, eventsv1.SubjectReportStored} {
+		ev, err := eventsv1.New(eventsv1.SourceOperator, eventsv1.TypeJobDone, eventsv1.ID("forged", subject), forged,
 			time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), map[string]string{"digest": forged, "outcome": "succeeded"})
 		if err != nil {
 			t.Fatal(err)
@@ -60,7 +60,7 @@ func TestEventBusRefusesAttackers(t *testing.T) {
 		}
 	}
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	if err := js.DeleteStream(dctx, evv1.StreamName); err == nil {
+	if err := js.DeleteStream(dctx, eventsv1.StreamName); err == nil {
 		t.Error("reader deleted the stream")
 	}
 	cancel()
@@ -69,16 +69,16 @@ func TestEventBusRefusesAttackers(t *testing.T) {
 	// proves the recorder has read past them; then none may have arrived.
 	// It goes to inventory.snapshot, which nothing consumes yet, so no
 	// service state changes.
-	op, err := nats.Connect(url, nats.UserInfo(string(evv1.UserOperator), shared.NATS.Password(evv1.UserOperator)))
+	op, err := nats.Connect(url, nats.UserInfo(string(eventsv1.UserOperator), shared.NATS.Password(eventsv1.UserOperator)))
 	if err != nil {
 		t.Fatalf("operator user: %v", err)
 	}
 	defer op.Close()
 	opJS, _ := jetstream.New(op)
 	marker := "sha256:" + fmt.Sprintf("%064x", time.Now().UnixNano()+1)
-	ev, _ := evv1.New(evv1.SourceOperator, "dev.crowsnest.e2e.marker", evv1.ID("marker", marker), marker, time.Now(), map[string]string{"digest": marker})
+	ev, _ := eventsv1.New(eventsv1.SourceOperator, "dev.crowsnest.e2e.marker", eventsv1.ID("marker", marker), marker, time.Now(), map[string]string{"digest": marker})
 	body, _ := json.Marshal(ev)
-	if _, err := opJS.Publish(ctx, evv1.SubjectInventorySnapshot, body); err != nil {
+	if _, err := opJS.Publish(ctx, eventsv1.SubjectInventorySnapshot, body); err != nil {
 		t.Fatalf("operator publish: %v", err)
 	}
 	eventually(t, 30*time.Second, "marker read", func() error {
@@ -90,7 +90,7 @@ func TestEventBusRefusesAttackers(t *testing.T) {
 	if got := rec.of(forged); len(got) != 0 {
 		t.Fatalf("forged events reached the stream: %s", kinds(got))
 	}
-	if _, err := js.Stream(ctx, evv1.StreamName); err != nil {
+	if _, err := js.Stream(ctx, eventsv1.StreamName); err != nil {
 		t.Fatalf("stream gone: %v", err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsk8s "k8s.io/api/events/v1"
+	k8seventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -141,7 +141,7 @@ func TestScansEachUnscannedDigestOnceWithinTheCap(t *testing.T) {
 		t.Errorf("%d job.done events, want 3", n)
 	}
 	// Kubernetes Events on the Scanner.
-	var kev eventsk8s.EventList
+	var kev k8seventsv1.EventList
 	if err := k8s.List(ctx, &kev, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
+	k8seventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -67,11 +67,11 @@ func stuckReason(job *batchv1.Job, pods []corev1.Pod, now time.Time, grace time.
 // (recent Kubernetes sets no Job condition for it). events are the
 // namespace's Events about the Job; the newest FailedCreate of this Job
 // (by UID: a retry's Job has the same name) gives the message. It is pure.
-func rejectedReason(job *batchv1.Job, pods []corev1.Pod, events []eventsv1.Event, now time.Time, grace time.Duration) (reason, message string, since time.Time, ok bool) {
+func rejectedReason(job *batchv1.Job, pods []corev1.Pod, events []k8seventsv1.Event, now time.Time, grace time.Duration) (reason, message string, since time.Time, ok bool) {
 	if !jobRunning(job) || len(ownPods(job, pods)) > 0 || now.Sub(job.CreationTimestamp.Time) < grace {
 		return "", "", time.Time{}, false
 	}
-	var newest *eventsv1.Event
+	var newest *k8seventsv1.Event
 	var first time.Time
 	for i := range events {
 		e := &events[i]
@@ -198,7 +198,7 @@ func ownPods(job *batchv1.Job, pods []corev1.Pod) []corev1.Pod {
 	return out
 }
 
-func eventTime(e *eventsv1.Event) time.Time {
+func eventTime(e *k8seventsv1.Event) time.Time {
 	switch {
 	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
 		return e.Series.LastObservedTime.Time
@@ -280,8 +280,8 @@ func (r *Reconciler) stopJob(ctx context.Context, job *batchv1.Job, now time.Tim
 
 // jobEvents lists the Events about a Job from the API server (Events are
 // not cached: the operator would hold every Event of the cluster).
-func (r *Reconciler) jobEvents(ctx context.Context, job *batchv1.Job) ([]eventsv1.Event, error) {
-	var list eventsv1.EventList
+func (r *Reconciler) jobEvents(ctx context.Context, job *batchv1.Job) ([]k8seventsv1.Event, error) {
+	var list k8seventsv1.EventList
 	sel := fields.AndSelectors(
 		fields.OneTermEqualSelector("regarding.name", job.Name),
 		fields.OneTermEqualSelector("regarding.uid", string(job.UID)),

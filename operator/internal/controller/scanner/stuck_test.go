@@ -8,7 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
+	k8seventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -134,8 +134,8 @@ func TestStuckReason(t *testing.T) {
 	}
 }
 
-func failedCreate(uid types.UID, at time.Time, note string) eventsv1.Event {
-	return eventsv1.Event{Reason: reasonFailedCreate, Note: note, EventTime: metav1.NewMicroTime(at),
+func failedCreate(uid types.UID, at time.Time, note string) k8seventsv1.Event {
+	return k8seventsv1.Event{Reason: reasonFailedCreate, Note: note, EventTime: metav1.NewMicroTime(at),
 		Regarding: corev1.ObjectReference{Kind: "Job", Name: "default-scan-1", UID: uid}}
 }
 
@@ -145,20 +145,20 @@ func TestRejectedReason(t *testing.T) {
 		name   string
 		job    *batchv1.Job
 		pods   []corev1.Pod
-		events []eventsv1.Event
+		events []k8seventsv1.Event
 		now    time.Time
 		want   string // the message; "" for not rejected
 	}{
-		{name: "quota", job: stuckJob(), events: []eventsv1.Event{failedCreate("job-uid", t0.Add(time.Second), quota)}, now: t0.Add(grace), want: quota},
-		{name: "newest message wins", job: stuckJob(), events: []eventsv1.Event{
+		{name: "quota", job: stuckJob(), events: []k8seventsv1.Event{failedCreate("job-uid", t0.Add(time.Second), quota)}, now: t0.Add(grace), want: quota},
+		{name: "newest message wins", job: stuckJob(), events: []k8seventsv1.Event{
 			failedCreate("job-uid", t0.Add(2*time.Second), "admission webhook \"policy.example\" denied the request: no"),
 			failedCreate("job-uid", t0.Add(time.Second), quota),
 		}, now: t0.Add(grace), want: `admission webhook "policy.example" denied the request: no`},
-		{name: "within the grace", job: stuckJob(), events: []eventsv1.Event{failedCreate("job-uid", t0, quota)}, now: t0.Add(grace - time.Second)},
-		{name: "no FailedCreate event", job: stuckJob(), events: []eventsv1.Event{{Reason: "SuccessfulCreate", Regarding: corev1.ObjectReference{Kind: "Job", UID: "job-uid"}}}, now: t0.Add(time.Hour)},
-		{name: "an earlier Job of the same name", job: stuckJob(), events: []eventsv1.Event{failedCreate("old-uid", t0, quota)}, now: t0.Add(time.Hour)},
-		{name: "the Job has a Pod now", job: stuckJob(), pods: []corev1.Pod{jobPod("job-uid")}, events: []eventsv1.Event{failedCreate("job-uid", t0, quota)}, now: t0.Add(time.Hour)},
-		{name: "a finished Job", job: finishedJob(batchv1.JobFailed, batchv1.JobReasonDeadlineExceeded), events: []eventsv1.Event{failedCreate("", t0, quota)}, now: t0.Add(time.Hour)},
+		{name: "within the grace", job: stuckJob(), events: []k8seventsv1.Event{failedCreate("job-uid", t0, quota)}, now: t0.Add(grace - time.Second)},
+		{name: "no FailedCreate event", job: stuckJob(), events: []k8seventsv1.Event{{Reason: "SuccessfulCreate", Regarding: corev1.ObjectReference{Kind: "Job", UID: "job-uid"}}}, now: t0.Add(time.Hour)},
+		{name: "an earlier Job of the same name", job: stuckJob(), events: []k8seventsv1.Event{failedCreate("old-uid", t0, quota)}, now: t0.Add(time.Hour)},
+		{name: "the Job has a Pod now", job: stuckJob(), pods: []corev1.Pod{jobPod("job-uid")}, events: []k8seventsv1.Event{failedCreate("job-uid", t0, quota)}, now: t0.Add(time.Hour)},
+		{name: "a finished Job", job: finishedJob(batchv1.JobFailed, batchv1.JobReasonDeadlineExceeded), events: []k8seventsv1.Event{failedCreate("", t0, quota)}, now: t0.Add(time.Hour)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -245,7 +245,7 @@ func (f stuckFixture) scanJob() *scanJob {
 // controller does when the API server refuses its Pod.
 func recordEvent(t *testing.T, job *batchv1.Job, uid types.UID, reason, note string) {
 	t.Helper()
-	ev := &eventsv1.Event{
+	ev := &k8seventsv1.Event{
 		ObjectMeta:          metav1.ObjectMeta{GenerateName: job.Name + "-", Namespace: job.Namespace},
 		EventTime:           metav1.NowMicro(),
 		ReportingController: "job-controller", ReportingInstance: "kube-controller-manager",
