@@ -155,6 +155,7 @@ suite_support := test/support
 suite_operator := operator
 suite_results-api := results-api
 suite_matcher := matcher
+suite_env_matcher := CROWSNEST_GRYPE_BIN=$(BIN)/grype
 suite_notifier := notifier
 suite_kubectl-plugin := kubectl-crowsnest kubectl-crowsnest/e2e
 suite_chart := test/chart
@@ -173,7 +174,7 @@ test-tools: ## Tests of the tool modules: the Grype fixture/DB builders.
 test-support: kube-assets pg-install ## Smoke-test the real backends: envtest control plane, Postgres, JetStream.
 test-operator: test-operator-api kube-assets pg-install ## Operator tests on envtest, embedded NATS and a real results-api (on Postgres); test-operator-api first.
 test-results-api: kube-assets pg-install ## results-api tests on a real Postgres, embedded NATS and the envtest API server (TokenReview).
-test-matcher: pg-install ## matcher tests: real Grype library on DBs written with Grype's writer, Grype's own DB client, a real results-api.
+test-matcher: pg-install tool-grype ## matcher tests: real Grype library on DBs written with Grype's writer, Grype's own DB client, a real results-api, byte for byte against the Grype CLI (bin/grype).
 test-notifier: ## notifier tests: real JetStream with the contract's users, real HTTP receivers, a real Alertmanager built from its module, a SIGKILLed child notifier.
 test-kubectl-plugin: kube-assets pg-install ## kubectl-crowsnest: unit tests and krew manifest, then every command against a real kube-apiserver and results-api (Postgres, JetStream).
 test-chart: kube-assets tool-helm ## Lint, render and server-side dry-run the Helm chart.

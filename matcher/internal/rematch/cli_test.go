@@ -15,8 +15,14 @@ import (
 
 // grypeCLI finds a Grype CLI binary built from the same module versions:
 // $CROWSNEST_GRYPE_BIN, or the repository's bin/grype (hack/tools.sh grype).
+// make test-matcher sets CROWSNEST_GRYPE_BIN: there a missing CLI fails.
 func grypeCLI(t *testing.T) string {
 	t.Helper()
+	if p := os.Getenv("CROWSNEST_GRYPE_BIN"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("CROWSNEST_GRYPE_BIN: %v", err)
+		}
+	}
 	for _, p := range []string{os.Getenv("CROWSNEST_GRYPE_BIN"), "../../../bin/grype"} {
 		if p == "" {
 			continue
