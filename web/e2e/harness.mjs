@@ -112,8 +112,10 @@ export async function startPostgres(bin) {
  * UI. Reads are open unless opts.readAuth is 'kubernetes': then every read
  * needs credentials, and the only ones that work here are the admin token,
  * because the kubeconfig (TokenReview, SubjectAccessReview) points at
- * 127.0.0.1:1, where no kube-apiserver listens. results-api does not
- * contact it at start-up, a token that is not a JWT for the audience is
+ * 127.0.0.1:1, where no kube-apiserver listens. With
+ * --read-auth-namespaces=all results-api does not contact it at start-up
+ * (the default, rbac, waits for a list of the RoleBindings and gives up
+ * after a minute), a token that is not a JWT for the audience is
  * refused (invalid_token) before any TokenReview, and the admin token is
  * checked locally.
  */
@@ -133,7 +135,7 @@ export async function startResultsApi(bin, databaseUrl, extraArgs = [], opts = {
       'contexts: [{name: none, context: {cluster: none, user: none}}]',
       'current-context: none', '',
     ].join('\n'), { mode: 0o600 });
-    authArgs.push('--kubeconfig', kubeconfig);
+    authArgs.push('--kubeconfig', kubeconfig, '--read-auth-namespaces', 'all');
   }
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
