@@ -172,6 +172,13 @@ func TestPostgresOutage(t *testing.T) {
 	t.Logf("Postgres back after %s", time.Since(pausedAt).Round(time.Second))
 
 	recovered := time.Now()
+	t.Cleanup(func() {
+		if t.Failed() { // the events of each digest, to tell which one came late or twice
+			for _, img := range imgs {
+				t.Logf("%s: %d Jobs, events %s", img.Digest, len(jobs.snapshot()[img.Digest]), kinds(natsRec.of(img.Digest)))
+			}
+		}
+	})
 	eventually(t, 8*time.Minute, "every digest reported, every Job's job.done once, scan status done", func() error {
 		statuses, err := scanStatuses(ctx)
 		if err != nil {
