@@ -113,12 +113,12 @@ func (c claims) check(issuer, audience string, now time.Time) error {
 	if c.Exp == nil {
 		return fmt.Errorf("%w: token has no exp", ErrBadToken)
 	}
-	exp, err := numericDate(*c.Exp)
+	exp, err := NumericDate(*c.Exp)
 	if err != nil || !now.Before(exp.Add(clockSkew)) {
 		return fmt.Errorf("%w: token expired or its exp is not a date", ErrBadToken)
 	}
 	if c.Nbf != nil {
-		nbf, err := numericDate(*c.Nbf)
+		nbf, err := NumericDate(*c.Nbf)
 		if err != nil || now.Add(clockSkew).Before(nbf) {
 			return fmt.Errorf("%w: token not valid yet or its nbf is not a date", ErrBadToken)
 		}
@@ -151,9 +151,9 @@ func hasAudience(raw json.RawMessage, want string) bool {
 	return json.Unmarshal(raw, &many) == nil && want != "" && slices.Contains(many, want)
 }
 
-// numericDate converts a JWT NumericDate (seconds since the epoch,
+// NumericDate converts a JWT NumericDate (seconds since the epoch,
 // possibly fractional) to a time.
-func numericDate(n json.Number) (time.Time, error) {
+func NumericDate(n json.Number) (time.Time, error) {
 	if i, err := n.Int64(); err == nil {
 		return time.Unix(i, 0), nil
 	}

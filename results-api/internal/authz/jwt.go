@@ -5,9 +5,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"
 )
 
 // MaxTokenBytes bounds the tokens PrecheckJWT decodes. Service-account
@@ -65,7 +66,7 @@ func PrecheckJWT(token, audience string, now time.Time) error {
 	if claims.Exp == nil {
 		return fmt.Errorf("%w: token has no exp", ErrForbidden)
 	}
-	exp, err := unixTime(*claims.Exp)
+	exp, err := authn.NumericDate(*claims.Exp)
 	if err != nil {
 		return fmt.Errorf("%w: token exp: %w", ErrForbidden, err)
 	}
@@ -73,7 +74,7 @@ func PrecheckJWT(token, audience string, now time.Time) error {
 		return fmt.Errorf("%w: token expired", ErrForbidden)
 	}
 	if claims.Nbf != nil {
-		nbf, err := unixTime(*claims.Nbf)
+		nbf, err := authn.NumericDate(*claims.Nbf)
 		if err != nil {
 			return fmt.Errorf("%w: token nbf: %w", ErrForbidden, err)
 		}
@@ -121,18 +122,4 @@ func hasAudience(raw json.RawMessage, want string) bool {
 		}
 	}
 	return false
-}
-
-// unixTime converts a NumericDate (seconds since the epoch, possibly
-// fractional) to a time.
-func unixTime(n json.Number) (time.Time, error) {
-	if i, err := n.Int64(); err == nil {
-		return time.Unix(i, 0), nil
-	}
-	f, err := n.Float64()
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > math.MaxInt64/2 {
-		return time.Time{}, fmt.Errorf("not a NumericDate")
-	}
-	sec, frac := math.Modf(f)
-	return time.Unix(int64(sec), int64(frac*1e9)), nil
 }

@@ -188,7 +188,7 @@ func TokenExpiry(token string) time.Time {
 	if decodeSegment(parts[1], &claims) != nil || claims.Exp == nil {
 		return time.Time{}
 	}
-	t, err := unixTime(*claims.Exp)
+	t, err := authn.NumericDate(*claims.Exp)
 	if err != nil {
 		return time.Time{}
 	}
