@@ -89,7 +89,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ResultsAPITokenFile, "results-api-token-file", "", "file holding a bearer token for the lookup, if results-api requires one")
 	fs.DurationVar(&o.LookupCacheTTL, "lookup-cache-ttl", 30*time.Second, "how long a lookup answer is reused")
 	fs.DurationVar(&o.LookupTimeout, "lookup-timeout", 10*time.Second, "timeout of one lookup request")
-	fs.DurationVar(&o.LookupRetry, "lookup-retry", 5*time.Second, "first wait after a failed lookup; doubles up to 5m")
+	fs.DurationVar(&o.LookupRetry, "lookup-retry", 5*time.Second, "first wait after a failed lookup; doubles up to 1m")
 	fs.StringVar(&o.NATSURL, "nats-url", "", "NATS URL for events, e.g. nats://nats:4222 (empty: no events)")
 	fs.StringVar(&o.NATS.User, "nats-user", "", "NATS user (the chart's bundled NATS: operator), with --nats-password-file")
 	fs.StringVar(&o.NATS.PasswordFile, "nats-password-file", "", "file holding the NATS user's password")

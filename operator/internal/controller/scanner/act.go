@@ -84,8 +84,11 @@ func (r *Reconciler) act(ctx context.Context, s *crowsnestv1alpha1.Scanner, obs 
 		}
 		if job == nil {
 			p.scanning--
-			if req.replace != nil && req.failure != nil && !r.delivered(req.replace) {
-				p.keepFailed(*req.failure) // until its job.done is out
+			if req.failure != nil {
+				// A retry that cannot start yet (the failed Job's job.done
+				// is not out, or its name is still taken while it is
+				// deleted) stays failed: the status keeps its attempt.
+				p.keepFailed(*req.failure)
 			} else {
 				p.queued++
 			}

@@ -87,6 +87,10 @@ func classify(o observed) []need {
 		case e != nil:
 			elsewhere(&n, e, o, t, lookupOK && due)
 		case lookupOK && due:
+			if f, ok := o.recorded[digest]; ok && f.Attempt > 0 {
+				retryAfterGone(&n, f, o, t)
+				break
+			}
 			n.scan = &scanRequest{digest: digest, target: t, attempt: 1, reason: why}
 		}
 		if n.scan != nil && e != nil && e.result.phase == jobActive {
@@ -115,6 +119,18 @@ func classify(o observed) []need {
 		}
 	}
 	return needs
+}
+
+// retryAfterGone is what a digest needs whose failed Job is gone while its
+// failure is still recorded (f): the retry it was waiting for, as the next
+// attempt and after the backoff already set, not a fresh attempt 1.
+func retryAfterGone(n *need, f crowsnestv1alpha1.ScanFailure, o observed, t *discovery.Target) {
+	n.failure = &f
+	if f.NextRetry != nil && o.now.Before(f.NextRetry.Time) {
+		n.wakeIn = f.NextRetry.Sub(o.now)
+		return
+	}
+	n.scan = &scanRequest{digest: n.digest, target: t, attempt: int(f.Attempt) + 1, reason: eventsv1.NeedRetry, failure: n.failure}
 }
 
 // elsewhere is what a digest needs that this Scanner has no Job for while

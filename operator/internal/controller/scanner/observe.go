@@ -70,6 +70,7 @@ func (r *Reconciler) observe(ctx context.Context, s *crowsnestv1alpha1.Scanner) 
 		rescanInterval: s.Spec.EffectiveRescanInterval(), jitter: r.Options.RescanJitter,
 		maxConcurrent: s.Spec.EffectiveMaxConcurrentScans(),
 		backoff:       backoff{base: r.Options.RetryBase, max: r.Options.RetryMax},
+		recorded:      recordedFailures(s.Status.RecentFailures),
 	}}
 	obs.reports = map[string]time.Time{}
 	if len(want) > 0 {
@@ -173,4 +174,16 @@ func settleSucceeded(o observed) {
 				message: "the scan Job succeeded, but results-api has no current report for the digest: check the operator's --uploader-api-url (the URL scan Pods upload to) and the results-api logs"}
 		}
 	}
+}
+
+// recordedFailures indexes the status's failures by digest, leaving out
+// images that cannot be scanned at all (they have no attempts).
+func recordedFailures(fs []crowsnestv1alpha1.ScanFailure) map[string]crowsnestv1alpha1.ScanFailure {
+	m := make(map[string]crowsnestv1alpha1.ScanFailure, len(fs))
+	for _, f := range fs {
+		if f.Reason != crowsnestv1alpha1.FailureNotPullable {
+			m[f.Digest] = f
+		}
+	}
+	return m
 }

@@ -38,6 +38,11 @@ type observed struct {
 	jitter         float64 // spread rescans: each digest's interval moves by up to ±jitter of it
 	maxConcurrent  int
 	backoff        backoff
+	// recorded are the failures the Scanner's status lists, by digest: the
+	// memory of a failed attempt whose Job is gone before its retry could
+	// take the name (the TTL controller's foreground deletion waits for the
+	// Job's Pods, so the replacement is refused until they are gone).
+	recorded map[string]crowsnestv1alpha1.ScanFailure
 }
 
 // scanRequest is a Job to create.

@@ -44,7 +44,7 @@ type Options struct {
 	JobTTL             time.Duration
 	RetryBase          time.Duration // first wait after a failed scan
 	RetryMax           time.Duration
-	LookupRetry        time.Duration // first wait after a failed lookup; doubles to 5m
+	LookupRetry        time.Duration // first wait after a failed lookup; doubles to lookupRetryMax
 	PublishRetry       time.Duration // wait before retrying undelivered events
 	Workers            int           // Scanners reconciled in parallel
 	StuckGrace         time.Duration // how long a scan Pod may wait on an image pull or container config, or a Job without Pods, before it is ended (stuck.go); 0 disables
@@ -202,7 +202,7 @@ func (r *Reconciler) requeue(ctx context.Context, key types.NamespacedName, out 
 	why := "scheduled"
 	if out.lookupErr != nil {
 		n := r.lookupFailed(key, true)
-		res.RequeueAfter, why = backoff{base: r.Options.LookupRetry, max: 5 * time.Minute}.delay(n), "lookup"
+		res.RequeueAfter, why = backoff{base: r.Options.LookupRetry, max: lookupRetryMax}.delay(n), "lookup"
 		logger.Info("results-api lookup failed; no scan Jobs created", "error", out.lookupErr.Error(), "retry_in", res.RequeueAfter)
 	} else {
 		r.lookupFailed(key, false)
@@ -235,6 +235,14 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, s *crowsnestv1alph
 	}
 	return nil
 }
+
+// lookupRetryMax caps the wait between results-api lookups while they
+// fail. It bounds how long scanning stays paused after results-api (or its
+// database) is back: with a 5-minute cap, a 3-minute Postgres outage left
+// the scans waiting up to 5m23s after Postgres returned (e2e
+// TestPostgresOutage). One failing lookup a minute per Scanner (each bounded by
+// --lookup-timeout) is little load on a results-api that is down.
+const lookupRetryMax = time.Minute
 
 // lookupFailed counts consecutive lookup failures of a Scanner (failed) or
 // resets the count; it returns the count.
