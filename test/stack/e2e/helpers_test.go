@@ -19,7 +19,8 @@ import (
 // jobWatch records every Job created in a namespace.
 type jobWatch struct {
 	mu      sync.Mutex
-	digests map[string][]string // digest annotation → Job names
+	digests map[string][]string  // digest annotation → Job names
+	created map[string]time.Time // digest annotation → its first Job's creation (1 s resolution)
 }
 
 // watchJobs records every scan Job created in ns from now on, by digest:
@@ -32,7 +33,7 @@ func watchJobs(t *testing.T, ns string) *jobWatch {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jw := &jobWatch{digests: map[string][]string{}}
+	jw := &jobWatch{digests: map[string][]string{}, created: map[string]time.Time{}}
 	go func() {
 		defer w.Stop()
 		for ev := range w.ResultChan() {
@@ -46,10 +47,21 @@ func watchJobs(t *testing.T, ns string) *jobWatch {
 				name = job.Namespace + "/" + name
 			}
 			jw.digests[d] = append(jw.digests[d], name)
+			if _, ok := jw.created[d]; !ok {
+				jw.created[d] = job.CreationTimestamp.Time
+			}
 			jw.mu.Unlock()
 		}
 	}()
 	return jw
+}
+
+// createdAt is when the first Job of digest was created.
+func (jw *jobWatch) createdAt(digest string) (time.Time, bool) {
+	jw.mu.Lock()
+	defer jw.mu.Unlock()
+	at, ok := jw.created[digest]
+	return at, ok
 }
 
 func (jw *jobWatch) snapshot() map[string][]string {
