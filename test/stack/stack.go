@@ -103,7 +103,17 @@ func Start(ctx context.Context, o Options, log *slog.Logger) (_ *Stack, err erro
 			s.Close()
 		}
 	}()
-	if err := s.startCluster(ctx, bg); err != nil {
+	var early <-chan backends
+	if !o.ClusterOnly {
+		early = s.startBackends(ctx)
+	}
+	err = s.startCluster(ctx, bg)
+	if early != nil {
+		if jerr := s.joinBackends(early); err == nil {
+			err = jerr
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	if !o.ClusterOnly {
@@ -133,11 +143,22 @@ func (s *Stack) startCluster(ctx, bg context.Context) error {
 		}
 	}
 	s.Log.Info("starting control plane", "nodes", o.Nodes)
+	// The Go demo binary builds while the control plane starts.
+	type built struct {
+		bin string
+		err error
+	}
+	goDemo := make(chan built, 1)
+	go func() {
+		bin, err := buildGoDemo(ctx, o.Root, s.Options.StateDir)
+		goDemo <- built{bin, err}
+	}()
 	cp, err := controlplane.Start(ctx, controlplane.Options{
 		AssetsDir: o.Bin.KubeAssets, Kwok: o.Bin.Kwok, StateDir: s.Options.StateDir, Nodes: o.Nodes,
 		CRDDirs:       []string{filepath.Join(o.Root, "operator", "config", "crd", "bases")},
 		APIServerArgs: apiArgs,
 	})
+	demo := <-goDemo
 	if err != nil {
 		return err
 	}
@@ -146,14 +167,13 @@ func (s *Stack) startCluster(ctx, bg context.Context) error {
 	if s.Client, err = workload.NewClient(cp.Config); err != nil {
 		return err
 	}
-	goBin, err := buildGoDemo(ctx, o.Root, s.Options.StateDir)
-	if err != nil {
+	if demo.err != nil {
 		if o.RequireGoDemo {
-			return fmt.Errorf("build the Go demo image: %w", err)
+			return fmt.Errorf("build the Go demo image: %w", demo.err)
 		}
-		s.Log.Warn("the Go demo image is left out", "error", err)
+		s.Log.Warn("the Go demo image is left out", "error", demo.err)
 	}
-	images, err := registry.DemoImages(goBin)
+	images, err := registry.DemoImages(demo.bin)
 	if err != nil {
 		return err
 	}
@@ -171,17 +191,6 @@ func (s *Stack) startCluster(ctx, bg context.Context) error {
 func (s *Stack) startServices(ctx, bg context.Context) error {
 	o := s.Options
 	logs := s.Options.StateDir
-	s.NATS = &services.NATS{Binary: o.Bin.NATS, StoreDir: filepath.Join(logs, "jetstream"), LogDir: logs}
-	if err := s.NATS.Start(ctx); err != nil {
-		return err
-	}
-	s.closers = append(s.closers, s.NATS.Stop)
-	pg, err := services.StartPostgres(ctx)
-	if err != nil {
-		return err
-	}
-	s.Postgres = pg
-	s.closers = append(s.closers, func() { _ = pg.Stop() })
 	s.WriteToken = randomToken()
 	if err := s.startNode(ctx); err != nil {
 		return err

@@ -67,6 +67,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}()
 	s.PrintSummary(stdout, time.Since(start))
+	if o.Demo && s.API != nil {
+		go func() {
+			up := time.Now()
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+			defer cancel()
+			stored, want, err := s.WaitDemoScanned(wctx)
+			if ctx.Err() == nil {
+				fmt.Fprintln(stdout, stack.DemoReadyLine(stored, want, time.Since(up), err))
+			}
+		}()
+	}
 	<-ctx.Done()
 	return nil
 }
