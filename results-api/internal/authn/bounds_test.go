@@ -12,10 +12,6 @@ import (
 	"testing"
 	"time"
 
-	authv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/crowsnest-dev/crowsnest/test/support/kubetest"
@@ -31,20 +27,7 @@ func TestTokenReviewsAreBounded(t *testing.T) {
 	cfg := kubetest.StartT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	core, err := corev1client.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := core.ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "scan"}},
-		metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := core.ServiceAccounts("default").CreateToken(ctx, "scan", &authv1.TokenRequest{
-		Spec: authv1.TokenRequestSpec{Audiences: []string{authn.DefaultAudience}, ExpirationSeconds: ptr(int64(600))}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	good := tr.Status.Token
+	good := serviceAccount(ctx, t, cfg, "scan")(authn.DefaultAudience)
 
 	var calls atomic.Int64
 	counted := rest.CopyConfig(cfg)

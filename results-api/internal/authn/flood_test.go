@@ -19,9 +19,6 @@ import (
 	"testing"
 	"time"
 
-	authv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -50,18 +47,8 @@ func TestForgedTokenFloodLocksNobodyOut(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	admin := kubernetes.NewForConfigOrDie(cfg)
-	_, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "matcher"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mint := func() string {
-		tr, err := admin.CoreV1().ServiceAccounts("default").CreateToken(ctx, "matcher", &authv1.TokenRequest{
-			Spec: authv1.TokenRequestSpec{Audiences: []string{authn.DefaultAudience}, ExpirationSeconds: ptr(int64(600))}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr.Status.Token
-	}
+	matcher := serviceAccount(ctx, t, cfg, "matcher")
+	mint := func() string { return matcher(authn.DefaultAudience) }
 	// What the attacker learns from any token it holds: issuer and key id.
 	var hdr struct{ Kid string }
 	var cl struct{ Iss string }
@@ -87,6 +74,7 @@ func TestForgedTokenFloodLocksNobodyOut(t *testing.T) {
 			})
 			o := authn.Options{Audience: authn.DefaultAudience} // the default failure budget: 5/s, burst 20
 			if local {
+				var err error
 				if o.Keys, err = authn.NewIssuerKeys(counted, authn.KeyOptions{}); err != nil {
 					t.Fatal(err)
 				}

@@ -11,10 +11,6 @@ import (
 	"testing"
 	"time"
 
-	authv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/crowsnest-dev/crowsnest/test/support/kubetest"
@@ -31,15 +27,7 @@ func TestVerifyAgainstTheIssuerKeys(t *testing.T) {
 	cfg := kubetest.StartT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	admin := kubernetes.NewForConfigOrDie(cfg)
-	_, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "sa"}}, metav1.CreateOptions{})
-	must(t, err)
-	mint := func(audience string) string {
-		tr, err := admin.CoreV1().ServiceAccounts("default").CreateToken(ctx, "sa", &authv1.TokenRequest{
-			Spec: authv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: ptr(int64(600))}}, metav1.CreateOptions{})
-		must(t, err)
-		return tr.Status.Token
-	}
+	mint := serviceAccount(ctx, t, cfg, "sa")
 	var discovery atomic.Int64
 	counted := rest.CopyConfig(cfg)
 	counted.Wrap(func(rt http.RoundTripper) http.RoundTripper {
