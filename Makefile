@@ -116,6 +116,16 @@ GRYPE_LDFLAGS := -s -w -X main.version=$(GRYPE_VERSION:v%=%) -X main.gitDescript
 build-grype: ## Build bin/grype from hack/tools/grype (GOOS/GOARCH for the scan image).
 	cd hack/tools/grype && GOWORK=off CGO_ENABLED=0 GOFLAGS="$${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags="$(GRYPE_LDFLAGS)" -o $(BIN)/grype github.com/anchore/grype/cmd/grype
 
+# nats-server for the chart's NATS image (GOOS/GOARCH), built in its own
+# module (the proxy's copy at NATS_SERVER_VERSION) with its own go.sum: no
+# wrapper module needed. bin/nats-server may be hack/tools.sh's link into
+# the cache: replace the link, never write through it.
+.PHONY: build-nats
+build-nats: ## Build bin/nats-server from github.com/nats-io/nats-server/v2 at NATS_SERVER_VERSION (GOOS/GOARCH for the NATS image).
+	@dir=$$(cd / && GOWORK=off GOFLAGS=-mod=mod go mod download -json github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && \
+	  test -n "$$dir" && rm -f $(BIN)/nats-server && mkdir -p $(BIN) && \
+	  cd "$$dir" && GOWORK=off CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags="-s -w" -o $(BIN)/nats-server .
+
 ##@ Test
 
 # make test runs its prerequisites in this order (no -j), to fail fast: the
@@ -215,6 +225,12 @@ e2e: GOTESTSUM_FORMAT := standard-verbose
 e2e: stack-deps tool-gotestsum ## End-to-end tests on the local stack (test/stack, tests in test/stack/e2e): real control plane, kwok, a real node (kubelet + containerd) for scan Pods, registry, Grype, NATS, Postgres, results-api, matcher, notifier, operator.
 	hack/deps.sh chromium
 	$(timed) $(call gotest,e2e,$(E2E_MODULE),,-count=1 -race -p 1 -timeout=40m -v -run '$(E2E_RUN)' ./...)
+
+.PHONY: e2e-chart
+e2e-chart: GOTESTSUM_FORMAT := standard-verbose
+e2e-chart: stack-deps tool-gotestsum tool-helm ## The chart installed for real (test/stack/e2echart): helm install onto the stack's real node, every component a Pod from the images make images builds, a scan stored through the results-api Service.
+	$(MAKE) --no-print-directory images PLATFORMS=linux/$$(go env GOARCH)
+	$(timed) $(call gotest,e2e-chart,$(E2E_MODULE),CROWSNEST_E2E_CHART=1,-count=1 -race -p 1 -timeout=40m -v ./e2echart/)
 
 .PHONY: bench-e2e
 bench-e2e: stack-deps ## Scale benchmark on the local stack (1,000 Pods, 300 digests, 10 namespaces); numbers go to docs/benchmarks.md.
@@ -369,11 +385,12 @@ imagebuild: ## Build bin/imagebuild, the image builder (hack/tools/imagebuild).
 	cd hack/tools/imagebuild && GOWORK=off CGO_ENABLED=0 go build -trimpath -o $(BIN)/imagebuild .
 
 .PHONY: images
-images: $(addprefix image-,$(COMPONENT_IMAGES)) image-grype ## Build and check every image for PLATFORMS into dist/images (OCI layouts; VERSION, REVISION).
+images: $(addprefix image-,$(COMPONENT_IMAGES)) image-grype image-nats ## Build and check every image for PLATFORMS into dist/images (OCI layouts; VERSION, REVISION).
 
 # image-NAME builds dist/images/NAME, tagged VERSION (or image_version_NAME).
-IMAGES := $(COMPONENT_IMAGES) grype
+IMAGES := $(COMPONENT_IMAGES) grype nats
 image_version_grype := $(GRYPE_VERSION)
+image_version_nats := $(NATS_SERVER_VERSION)
 
 .PHONY: $(addprefix image-,$(IMAGES))
 $(addprefix image-,$(IMAGES)): image-%: imagebuild
@@ -385,10 +402,11 @@ image-uploader: ## Build dist/images/uploader (the scan Jobs' main container).
 image-matcher: ## Build dist/images/matcher.
 image-notifier: ## Build dist/images/notifier.
 image-grype: ## Build dist/images/grype: the scan Jobs' Grype image, tagged GRYPE_VERSION.
+image-nats: ## Build dist/images/nats: the chart's bundled NATS (nats-server NATS_SERVER_VERSION), tagged with that version.
 
 .PHONY: images-push
 images-push: images ## Build, then push every image to REGISTRY (crowsnest-<name>:VERSION, crowsnest-grype:GRYPE_VERSION) with your docker login.
-	for c in $(COMPONENT_IMAGES) grype; do $(BIN)/imagebuild push -layout $(ROOT)/dist/images/$$c -repo $(REGISTRY)/crowsnest-$$c; done
+	for c in $(COMPONENT_IMAGES) grype nats; do $(BIN)/imagebuild push -layout $(ROOT)/dist/images/$$c -repo $(REGISTRY)/crowsnest-$$c; done
 
 .PHONY: verify-tiltfile
 verify-tiltfile: tool-tilt ## Evaluate the Tiltfile offline with the pinned Tilt (no cluster needed).

@@ -58,7 +58,7 @@ check "grypeImage.tag" "$GRYPE_VERSION" helm/crowsnest/values.yaml '^    tag: (v
 
 # NATS: the server the tests embed, and the image the chart bundles.
 check "nats-server" "$NATS_SERVER_VERSION" test/support/go.mod '^\s*github\.com/nats-io/nats-server/v2 (v[0-9.]+)'
-check "nats.image.tag" "${NATS_SERVER_VERSION#v}" helm/crowsnest/values.yaml '^    tag: ([0-9.]+)-alpine$'
+check "nats.image.tag" "$NATS_SERVER_VERSION" helm/crowsnest/values.yaml '^    tag: (v2\.[0-9.]+)$'
 
 # kwok: the stages copied into the local stack.
 check "kwok stages" "$KWOK_VERSION" test/stack/internal/controlplane/stages/NOTICE 'sigs\.k8s\.io/kwok (v[0-9.]+)'

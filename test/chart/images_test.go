@@ -41,7 +41,7 @@ func TestImageRegistry(t *testing.T) {
 	}
 	moved := refs("--set", "global.imageRegistry="+mirror)
 	want := map[string]bool{"crowsnest-operator:": false, "crowsnest-results-api:": false, "crowsnest-uploader:": false,
-		"crowsnest-grype:": false, "crowsnest-matcher:": false, "crowsnest-notifier:": false, "nats:": false, "postgres:": false}
+		"crowsnest-grype:": false, "crowsnest-matcher:": false, "crowsnest-notifier:": false, "crowsnest-nats:": false, "postgres:": false}
 	for _, ref := range moved {
 		rest, ok := strings.CutPrefix(ref, mirror+"/")
 		if !ok || strings.Contains(rest, "/") || imagePinned(ref) != "" {

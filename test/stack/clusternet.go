@@ -14,6 +14,8 @@ import (
 // startClusterDNS runs CoreDNS on the node network's gateway, port 53, with
 // a read-only identity: the kubelet's clusterDNS, so `*.svc.cluster.local`
 // resolves in the real node's Pods (and nothing outside the cluster does).
+// The kube-dns Service (ClusterIP .10 of the Service CIDR) fronts it too,
+// for what looks the cluster DNS up by name.
 func (s *Stack) startClusterDNS(ctx context.Context) error {
 	kubeconfig, err := s.Cluster.AddUser(clusterdns.User, nil, "coredns.kubeconfig")
 	if err != nil {
@@ -30,6 +32,9 @@ func (s *Stack) startClusterDNS(ctx context.Context) error {
 	}
 	s.DNS = dns
 	s.closers = append(s.closers, func() { _ = dns.Stop() })
+	if err := clusterdns.Publish(ctx, s.Cluster.Client, s.Network.ServiceIP(10), s.Network.Gateway); err != nil {
+		return err
+	}
 	s.Log.Info("cluster DNS ready", "address", dns.Addr, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
@@ -44,11 +49,16 @@ func (s *Stack) startKubeProxy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// An installed chart needs its Services: wait for the other stack.
+	var wait time.Duration
+	if s.Options.Chart {
+		wait = 15 * time.Minute
+	}
 	start := time.Now()
 	kp, err := kubeproxy.Start(ctx, kubeproxy.Config{Binary: filepath.Join(s.Options.Bin.KubeAssets, "kube-proxy"),
 		Dir: filepath.Join(s.Options.StateDir, "kube-proxy"), LogDir: s.Options.StateDir, Kubeconfig: kubeconfig,
-		NodeName: NodeName, NodeIP: s.Network.Gateway, PodCIDR: s.Network.Subnet, ServiceCIDR: s.Network.ServiceCIDR})
-	if errors.Is(err, kubeproxy.ErrBusy) {
+		NodeName: NodeName, NodeIP: s.Network.Gateway, PodCIDR: s.Network.Subnet, ServiceCIDR: s.Network.ServiceCIDR, WaitForLock: wait})
+	if errors.Is(err, kubeproxy.ErrBusy) && !s.Options.Chart {
 		s.Log.Warn("kube-proxy not started: ClusterIP Services do not route from the real node's Pods", "error", err)
 		return nil
 	}

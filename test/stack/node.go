@@ -66,10 +66,11 @@ func (s *Stack) hostAddr(addr string) string {
 	return net.JoinHostPort(s.HostIP(), "0")
 }
 
-// startNode pushes the node's pause image and the project's scan images
-// (make images: dist/images/uploader and grype) into the stack's registry,
-// then runs the cluster DNS, containerd and the kubelet, and kube-proxy.
-func (s *Stack) startNode(ctx context.Context) error {
+// startNode pushes the node's pause image and the project's images named
+// (make images: dist/images/<name>, as <registry>/crowsnest/crowsnest-<name>)
+// into the stack's registry, then runs the cluster DNS, containerd and the
+// kubelet, and kube-proxy.
+func (s *Stack) startNode(ctx context.Context, images []string) error {
 	o := s.Options
 	pauseBin := filepath.Join(o.StateDir, "pause")
 	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", pauseBin, "./cmd/pause")
@@ -86,12 +87,13 @@ func (s *Stack) startNode(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.UploaderImage, err = s.Registry.PushLayout(ctx, filepath.Join(o.Bin.Images, "uploader"), "crowsnest-uploader"); err != nil {
-		return err
+	s.Images = map[string]string{}
+	for _, name := range images {
+		if s.Images[name], err = s.Registry.PushLayout(ctx, filepath.Join(o.Bin.Images, name), "crowsnest-"+name); err != nil {
+			return err
+		}
 	}
-	if s.GrypeImage, err = s.Registry.PushLayout(ctx, filepath.Join(o.Bin.Images, "grype"), "crowsnest-grype"); err != nil {
-		return err
-	}
+	s.UploaderImage, s.GrypeImage = s.Images["uploader"], s.Images["grype"]
 	kubeconfig, err := s.Cluster.AddUser("system:node:"+NodeName, []string{"system:nodes"}, "kubelet.kubeconfig")
 	if err != nil {
 		return err
@@ -99,13 +101,19 @@ func (s *Stack) startNode(ctx context.Context) error {
 	if err := s.startClusterDNS(ctx); err != nil {
 		return err
 	}
+	// The chart's Pods run on the real node like any workload; otherwise
+	// it is kept for scan Pods (workload Pods stay on kwok's Nodes).
+	var taints []corev1.Taint
+	if !o.Chart {
+		taints = []corev1.Taint{{Key: NodeTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+	}
 	start := time.Now()
 	n, err := node.Start(ctx, node.Config{
 		Dir: filepath.Join(o.StateDir, "node"), LogDir: o.StateDir, Name: NodeName,
 		Kubelet: filepath.Join(o.Bin.KubeAssets, "kubelet"), Kubeconfig: kubeconfig,
 		Network: s.Network, PKI: s.pki, SandboxImage: pauseRef, HTTPRegistries: []string{s.Registry.Host},
 		Labels:     map[string]string{NodeLabel: NodeLabelValue},
-		Taints:     []corev1.Taint{{Key: NodeTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule}},
+		Taints:     taints,
 		ClusterDNS: []string{s.Network.Gateway.String()}, ClusterDomain: clusterdns.Domain,
 		Client: s.Cluster.Client, Log: s.Log,
 	})
@@ -122,6 +130,11 @@ func (s *Stack) startNode(ctx context.Context) error {
 	s.pauseImage = pauseRef
 	return s.startKubeProxy(ctx)
 }
+
+// PauseImage is the node's pause image in the stack's registry: a static
+// program that blocks until it is signalled, which the node runs as any
+// Pod's container (a workload that runs for real and holds no packages).
+func (s *Stack) PauseImage() string { return s.pauseImage }
 
 // ScanPodPlacement are the operator flags that put scan Pods on the real
 // node.

@@ -37,7 +37,15 @@ type Options struct {
 	// ClusterOnly runs the control plane, registry and imageID writer only
 	// (no real node, NATS, Postgres, results-api, operator or matcher).
 	ClusterOnly bool
-	OnlineDB    bool // use Grype's published DB instead of the project's offline one
+	// Chart runs the cluster a `helm install` of the chart needs instead of
+	// the stack's own Crowsnest processes (chart.go): the real node as the
+	// only node (untainted, no kwok Nodes), kube-apiserver reachable from
+	// its Pods through the kubernetes Service, CoreDNS behind kube-dns,
+	// kube-proxy (waited for when another stack holds it), a default
+	// StorageClass, every project image in the registry (ChartImages),
+	// Postgres for Pods (Postgres.PodURL) and a Grype DB mirror (DBMirrorURL).
+	Chart    bool
+	OnlineDB bool // use Grype's published DB instead of the project's offline one
 	// DBUpdateAfter, offline and above zero: this long after start, a newer
 	// DB that publishes DemoAdvisories is imported into the matcher, which
 	// re-matches every report (the Changes view fills live).
@@ -94,7 +102,10 @@ func (o *Options) defaults() error {
 	def(&o.Bin.Images, filepath.Join(o.Root, "dist", "images"))
 	def(&o.APIAddr, "127.0.0.1:0")
 	def(&o.ReadAuth, "open")
-	if o.Nodes < 1 {
+	switch {
+	case o.Chart:
+		o.Nodes = 0 // the chart's Pods run on the real node, not on kwok's
+	case o.Nodes < 1:
 		o.Nodes = 2
 	}
 	if o.APIReplicas < 1 {
@@ -118,7 +129,13 @@ func (o *Options) defaults() error {
 // missing lists the binaries a full stack needs that are not there.
 func (o *Options) missing() []string {
 	need := []string{filepath.Join(o.Bin.KubeAssets, "kube-apiserver"), o.Bin.Kwok}
-	if !o.ClusterOnly {
+	switch {
+	case o.Chart:
+		need = append(need, o.Bin.Vulndb, filepath.Join(o.Bin.KubeAssets, "kubelet"), filepath.Join(o.Bin.KubeAssets, "kube-proxy"), o.Bin.CoreDNS)
+		for _, name := range ChartImages {
+			need = append(need, filepath.Join(o.Bin.Images, name, "index.json"))
+		}
+	case !o.ClusterOnly:
 		need = append(need, o.Bin.NATS, o.Bin.ResultsAPI, o.Bin.Operator, o.Bin.Grype, o.Bin.Matcher, o.Bin.Notifier,
 			filepath.Join(o.Bin.KubeAssets, "kubelet"), filepath.Join(o.Bin.KubeAssets, "kube-proxy"), o.Bin.CoreDNS, filepath.Join(o.Bin.Images, "uploader", "index.json"), filepath.Join(o.Bin.Images, "grype", "index.json"))
 		if !o.OnlineDB {

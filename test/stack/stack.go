@@ -59,6 +59,13 @@ type Stack struct {
 	// UploaderImage and GrypeImage are the scan Jobs' images, built by make
 	// images and served by Registry.
 	UploaderImage, GrypeImage string
+	// Images are the project images pushed to Registry (name → reference;
+	// the two above in a full stack, ChartImages with Options.Chart).
+	Images map[string]string
+	// DBMirrorURL serves the offline Grype DB in Grype's listing format
+	// (<url>/v6/latest.json) on the gateway (Options.Chart): the matcher's
+	// upstream where there is no internet.
+	DBMirrorURL string
 	// Notifier sends what it notifies (high and critical, every namespace)
 	// to Notifications, a webhook receiver in the stack.
 	Notifier      *services.Notifier
@@ -104,7 +111,7 @@ func Start(ctx context.Context, o Options, log *slog.Logger) (_ *Stack, err erro
 		}
 	}()
 	var early <-chan backends
-	if !o.ClusterOnly {
+	if !o.ClusterOnly && !o.Chart { // the chart brings its own NATS; its Postgres listens for Pods
 		early = s.startBackends(ctx)
 	}
 	err = s.startCluster(ctx, bg)
@@ -116,7 +123,12 @@ func Start(ctx context.Context, o Options, log *slog.Logger) (_ *Stack, err erro
 	if err != nil {
 		return nil, err
 	}
-	if !o.ClusterOnly {
+	switch {
+	case o.Chart:
+		if err := s.startChartCluster(ctx, bg); err != nil {
+			return nil, err
+		}
+	case !o.ClusterOnly:
 		if err := s.startServices(ctx, bg); err != nil {
 			return nil, err
 		}
@@ -135,12 +147,24 @@ func Start(ctx context.Context, o Options, log *slog.Logger) (_ *Stack, err erro
 
 func (s *Stack) startCluster(ctx, bg context.Context) error {
 	o := s.Options
-	var apiArgs map[string]string
+	cpo := controlplane.Options{
+		AssetsDir: o.Bin.KubeAssets, Kwok: o.Bin.Kwok, StateDir: s.Options.StateDir, Nodes: o.Nodes,
+		CRDDirs: []string{filepath.Join(o.Root, "operator", "config", "crd", "bases")},
+	}
+	if o.Chart {
+		cpo.CRDDirs = nil // the chart installs them
+		// The chart's admission policy admits scan Pods from the Job
+		// controller's own identity only.
+		cpo.ControllerIdentities = true
+	}
 	if !o.ClusterOnly {
 		var err error
-		if apiArgs, err = s.startNetwork(); err != nil {
+		if cpo.APIServerArgs, err = s.startNetwork(); err != nil {
 			return err
 		}
+		// kube-apiserver on the gateway: the kubernetes Service routes the
+		// node's Pods to it (in-cluster clients, the chart's components).
+		cpo.Address, cpo.ServiceIP = s.Network.Gateway, s.Network.ServiceIP(1)
 	}
 	s.Log.Info("starting control plane", "nodes", o.Nodes)
 	// The Go demo binary builds while the control plane starts.
@@ -153,11 +177,7 @@ func (s *Stack) startCluster(ctx, bg context.Context) error {
 		bin, err := buildGoDemo(ctx, o.Root, s.Options.StateDir)
 		goDemo <- built{bin, err}
 	}()
-	cp, err := controlplane.Start(ctx, controlplane.Options{
-		AssetsDir: o.Bin.KubeAssets, Kwok: o.Bin.Kwok, StateDir: s.Options.StateDir, Nodes: o.Nodes,
-		CRDDirs:       []string{filepath.Join(o.Root, "operator", "config", "crd", "bases")},
-		APIServerArgs: apiArgs,
-	})
+	cp, err := controlplane.Start(ctx, cpo)
 	demo := <-goDemo
 	if err != nil {
 		return err
@@ -192,7 +212,7 @@ func (s *Stack) startServices(ctx, bg context.Context) error {
 	o := s.Options
 	logs := s.Options.StateDir
 	s.WriteToken = randomToken()
-	if err := s.startNode(ctx); err != nil {
+	if err := s.startNode(ctx, []string{"uploader", "grype"}); err != nil {
 		return err
 	}
 	if err := s.startAPIs(ctx); err != nil {

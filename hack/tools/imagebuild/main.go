@@ -50,7 +50,7 @@ func run(ctx context.Context, args []string) error {
 
 func build(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("build", flag.ContinueOnError)
-	component := fs.String("component", "", "component to build (operator, results-api, uploader, matcher, notifier, grype)")
+	component := fs.String("component", "", "component to build (operator, results-api, uploader, matcher, notifier, grype, nats)")
 	root := fs.String("root", ".", "repository root (where the Makefile is)")
 	version := fs.String("version", "", "version stamped into the binary and the labels")
 	revision := fs.String("revision", "", "commit stamped into the binary and the labels")

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -28,6 +29,7 @@ type Server struct {
 	dataDir string
 	port    int
 	runAs   string // non-empty when started through runuser because we are root
+	listen  string // listen_addresses
 	// exited receives the postmaster's exit; nil while none runs.
 	exited chan error
 }
@@ -54,14 +56,29 @@ func pgMajor(initdb string) int {
 	return n
 }
 
-// StartServer initialises and starts a fresh server. It takes well under a
-// second with fsync off; Stop removes every trace of it.
-func StartServer() (*Server, error) {
+// ServerOptions open a server beyond loopback.
+type ServerOptions struct {
+	// Listen are addresses the server listens on besides 127.0.0.1 (e.g. a
+	// bridge's gateway that Pods reach).
+	Listen []string
+	// HBA are pg_hba.conf lines appended to initdb's (which trust local
+	// and loopback connections only), e.g.
+	// "host crowsnest crowsnest 10.0.0.0/24 scram-sha-256".
+	HBA []string
+}
+
+// StartServer initialises and starts a fresh server on loopback. It takes
+// well under a second with fsync off; Stop removes every trace of it.
+func StartServer() (*Server, error) { return StartServerWith(ServerOptions{}) }
+
+// StartServerWith is StartServer with more listen addresses and client
+// authentication rules.
+func StartServerWith(o ServerOptions) (*Server, error) {
 	binDir, err := BinDir()
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{binDir: binDir}
+	s := &Server{binDir: binDir, listen: strings.Join(append([]string{"127.0.0.1"}, o.Listen...), ",")}
 	if os.Geteuid() == 0 {
 		// Postgres refuses to run as root.
 		if _, err := user.Lookup("postgres"); err != nil {
@@ -80,6 +97,19 @@ func StartServer() (*Server, error) {
 	if err := s.run("initdb", "--auth=trust", "--no-sync", "--username=postgres", "--encoding=UTF8", "-D", s.pgdata()); err != nil {
 		s.cleanup()
 		return nil, err
+	}
+	if len(o.HBA) > 0 {
+		hba, err := os.OpenFile(filepath.Join(s.pgdata(), "pg_hba.conf"), os.O_WRONLY|os.O_APPEND, 0)
+		if err == nil {
+			_, err = hba.WriteString(strings.Join(o.HBA, "\n") + "\n")
+			if cerr := hba.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			s.cleanup()
+			return nil, fmt.Errorf("pg_hba.conf: %w", err)
+		}
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
@@ -106,7 +136,7 @@ func (s *Server) start() error {
 		return err
 	}
 	cmd := exec.Command(filepath.Join(s.binDir, "postgres"), "-D", s.pgdata(),
-		"-c", "listen_addresses=127.0.0.1", "-p", strconv.Itoa(s.port), "-k", s.dataDir,
+		"-c", "listen_addresses="+s.listen, "-p", strconv.Itoa(s.port), "-k", s.dataDir,
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200")
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Dir = os.TempDir()
@@ -181,6 +211,9 @@ func (s *Server) Resume() error { return s.start() }
 
 // AdminURL is a connection string for the server's postgres superuser.
 func (s *Server) AdminURL() string { return s.DatabaseURL("postgres") }
+
+// Port is the server's port (on every listen address).
+func (s *Server) Port() int { return s.port }
 
 // DatabaseURL is a connection string for the named database.
 func (s *Server) DatabaseURL(db string) string {

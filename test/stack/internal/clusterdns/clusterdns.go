@@ -8,10 +8,14 @@ import (
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/proc"
 )
@@ -109,6 +113,42 @@ func Grant(ctx context.Context, c kubernetes.Interface) error {
 	}
 	if _, err := c.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create ClusterRoleBinding %s: %w", User, err)
+	}
+	return nil
+}
+
+// ServiceName is the cluster DNS's Service in kube-system, as kubeadm and
+// most distributions name it (charts and NetworkPolicies look it up).
+const ServiceName = "kube-dns"
+
+// Publish creates the kube-dns Service at clusterIP (no selector: CoreDNS
+// runs beside the kubelet, not in a Pod) with an EndpointSlice on addr,
+// port 53 over UDP and TCP, so kube-proxy routes the ClusterIP to it.
+func Publish(ctx context.Context, c kubernetes.Interface, clusterIP, addr net.IP) error {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: ServiceName, Namespace: metav1.NamespaceSystem,
+			Labels: map[string]string{"k8s-app": "kube-dns", "kubernetes.io/name": "CoreDNS"}},
+		Spec: corev1.ServiceSpec{ClusterIP: clusterIP.String(), Ports: []corev1.ServicePort{
+			{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(53)},
+			{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},
+		}},
+	}
+	if _, err := c.CoreV1().Services(metav1.NamespaceSystem).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create Service %s: %w", ServiceName, err)
+	}
+	udp, tcp := corev1.ProtocolUDP, corev1.ProtocolTCP
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: ServiceName + "-stack", Namespace: metav1.NamespaceSystem, Labels: map[string]string{
+			discoveryv1.LabelServiceName: ServiceName, discoveryv1.LabelManagedBy: "crowsnest-stack"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{addr.String()}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports: []discoveryv1.EndpointPort{
+			{Name: ptr.To("dns"), Port: ptr.To[int32](53), Protocol: &udp},
+			{Name: ptr.To("dns-tcp"), Port: ptr.To[int32](53), Protocol: &tcp},
+		},
+	}
+	if _, err := c.DiscoveryV1().EndpointSlices(metav1.NamespaceSystem).Create(ctx, slice, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create the EndpointSlice of %s: %w", ServiceName, err)
 	}
 	return nil
 }

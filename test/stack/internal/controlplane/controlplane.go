@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,7 +28,20 @@ type Options struct {
 	Kwok      string   // path of the kwok binary
 	CRDDirs   []string // CustomResourceDefinitions to install
 	StateDir  string   // kubeconfig, logs, stages
-	Nodes     int      // fake kwok Nodes
+	Nodes     int      // fake kwok Nodes (none: 0)
+	// Address, when set, is where kube-apiserver listens and what it
+	// advertises (the kubernetes Service's endpoint): an address the real
+	// node's Pods reach. Its certificate then also names ServiceIP (the
+	// kubernetes Service's ClusterIP) and the Service's DNS names. Nil:
+	// loopback, reachable from the host only.
+	Address, ServiceIP net.IP
+	// ControllerIdentities runs kube-controller-manager as a cluster's does:
+	// as user system:kube-controller-manager, each controller with its own
+	// ServiceAccount's token (--use-service-account-credentials), so the
+	// Job controller creates Pods as kube-system/job-controller, which
+	// admission policies (the chart's) name. Otherwise every controller
+	// acts as the cluster admin.
+	ControllerIdentities bool
 	// APIServerArgs are extra kube-apiserver flags (name → value), e.g.
 	// how it reaches a real node's kubelet.
 	APIServerArgs map[string]string
@@ -69,9 +83,6 @@ func (cp *ControlPlane) AddUser(name string, groups []string, file string) (stri
 
 // Start brings the control plane up and waits for the fake Nodes to be Ready.
 func Start(ctx context.Context, o Options) (_ *ControlPlane, err error) {
-	if o.Nodes < 1 {
-		o.Nodes = 1
-	}
 	if err := os.MkdirAll(o.StateDir, 0o750); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}
@@ -90,6 +101,11 @@ func Start(ctx context.Context, o Options) (_ *ControlPlane, err error) {
 	api.Set("enable-admission-plugins", "NodeRestriction")
 	for k, v := range o.APIServerArgs {
 		api.Set(k, v)
+	}
+	if o.Address != nil {
+		if err := serveOn(env, filepath.Join(o.StateDir, "apiserver"), o.Address, o.ServiceIP); err != nil {
+			return nil, err
+		}
 	}
 	// etcd and kube-apiserver die with this process, even one killed by
 	// `go test -timeout` before it could stop them.
@@ -144,13 +160,20 @@ func (cp *ControlPlane) startComponents(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	kcmConfig, ownCredentials := cp.Kubeconfig, "false"
+	if o.ControllerIdentities {
+		if kcmConfig, err = cp.AddUser("system:kube-controller-manager", nil, "kube-controller-manager.kubeconfig"); err != nil {
+			return err
+		}
+		ownCredentials = "true"
+	}
 	kcm, err := proc.Start(proc.Spec{Name: "kube-controller-manager", LogDir: logs,
 		Binary: filepath.Join(o.AssetsDir, "kube-controller-manager"),
 		Args: []string{
-			"--kubeconfig=" + cp.Kubeconfig,
+			"--kubeconfig=" + kcmConfig,
 			// Projected tokens come from TokenRequest; no legacy token Secrets.
 			"--controllers=*,-serviceaccount-token",
-			"--use-service-account-credentials=false",
+			"--use-service-account-credentials=" + ownCredentials,
 			"--leader-elect=false",
 			"--bind-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(kcmPort),

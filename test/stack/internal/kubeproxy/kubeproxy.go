@@ -28,6 +28,9 @@ type Config struct {
 	// --service-cluster-ip-range. Leftovers looks for both.
 	PodCIDR, ServiceCIDR *net.IPNet
 	Verbosity            int
+	// WaitForLock: while another stack holds the machine's kube-proxy lock,
+	// wait this long for it before Start returns ErrBusy (0: not at all).
+	WaitForLock time.Duration
 }
 
 // KubeProxy is a running kube-proxy holding the machine's lock.
@@ -84,6 +87,13 @@ func Start(ctx context.Context, c Config) (_ *KubeProxy, err error) {
 		return nil, errors.New("kube-proxy needs root (it writes the host's iptables rules)")
 	}
 	lock, err := takeLock()
+	for deadline := time.Now().Add(c.WaitForLock); errors.Is(err, ErrBusy) && time.Now().Before(deadline); lock, err = takeLock() {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

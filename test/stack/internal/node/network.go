@@ -142,6 +142,14 @@ func (n *Network) CNIConfig(ipamDir string) string {
 `, n.Index, n.Bridge, n.Subnet.String(), n.Gateway.String(), n.ServiceCIDR.String(), ipamDir)
 }
 
+// ServiceIP is the n-th address of ServiceCIDR: 1 is the kubernetes
+// Service's (the API server takes the first), 10 kube-dns's, as kubeadm
+// numbers them.
+func (n *Network) ServiceIP(i byte) net.IP {
+	ip := n.ServiceCIDR.IP.To4()
+	return net.IPv4(ip[0], ip[1], ip[2], i).To4()
+}
+
 func linkExists(name string) bool {
 	_, err := net.InterfaceByName(name)
 	return err == nil

@@ -51,6 +51,9 @@ var Components = []Component{
 	// The Grype CLI the scan Jobs run, built from its Go module (hack/tools/grype);
 	// tagged with Grype's own version.
 	{Name: "grype", Binary: "grype", Title: "Grype (Crowsnest scan image)", Licenses: "Apache-2.0"},
+	// The bundled NATS of the chart: nats-server at the pinned version
+	// (hack/versions.env), built from its Go module; tagged with its version.
+	{Name: "nats", Binary: "nats-server", Title: "NATS server (Crowsnest bundled NATS)", Licenses: "Apache-2.0", Ports: []string{"4222/tcp", "8222/tcp"}},
 }
 
 // Lookup returns the component called name.

@@ -1,0 +1,52 @@
+package e2echart
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/crowsnest-dev/crowsnest/test/stack"
+)
+
+// cluster is the stack the chart is installed into (stack.Options.Chart):
+// the real node as the only node, with the project's images in its
+// registry and Postgres for Pods.
+var cluster *stack.Stack
+
+// EnvRun turns the suite on (make e2e-chart); make e2e, which runs every
+// package of the module, leaves it out: it needs its own stack.
+const EnvRun = "CROWSNEST_E2E_CHART"
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Getenv(EnvRun) == "" {
+		fmt.Fprintf(os.Stderr, "the chart suite runs with make e2e-chart (%s=1); skipped\n", EnvRun)
+		return 0
+	}
+	// kube-proxy may be held by another stack on this machine for a while:
+	// Start waits for it.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	level := slog.LevelWarn
+	if os.Getenv("CROWSNEST_E2E_VERBOSE") != "" {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	start := time.Now()
+	s, err := stack.Start(ctx, stack.Options{Chart: true, StateDir: os.Getenv("CROWSNEST_E2E_STATE_DIR")}, log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start the chart's cluster:", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "cluster up in %s (state %s, registry %s)\n", time.Since(start).Round(time.Millisecond), s.Options.StateDir, s.ImageRegistry())
+	cluster = s
+	code := m.Run()
+	s.Close()
+	return code
+}
