@@ -29,15 +29,19 @@ var db2Built = fixtureBuilt.Add(24 * time.Hour)
 // pass records it: the worst moment for a kill.
 type countingClient struct {
 	Client
-	mu        sync.Mutex
-	puts, dbs map[string]int
-	cancel    context.CancelFunc
-	cancelAt  int // cancel after this many uploads; 0 = never
-	putsSoFar int
+	mu              sync.Mutex
+	puts, dbs, gets map[string]int
+	batches         int
+	cancel          context.CancelFunc
+	cancelAt        int // cancel after this many uploads; 0 = never
+	cancelAtBatch   int // cancel after this many DB records (batches); 0 = never
+	cancelAtGet     int // cancel after this many BOM downloads; 0 = never
+	putsSoFar       int
+	getsSoFar       int
 }
 
 func newCounting(c Client) *countingClient {
-	return &countingClient{Client: c, puts: map[string]int{}, dbs: map[string]int{}}
+	return &countingClient{Client: c, puts: map[string]int{}, dbs: map[string]int{}, gets: map[string]int{}}
 }
 
 func (c *countingClient) PutReport(ctx context.Context, ref ReportRef, bom []byte) error {
@@ -54,14 +58,32 @@ func (c *countingClient) PutReport(ctx context.Context, ref ReportRef, bom []byt
 	return err
 }
 
-func (c *countingClient) PutVulnDB(ctx context.Context, digest string, db DB) error {
-	err := c.Client.PutVulnDB(ctx, digest, db)
+func (c *countingClient) PutVulnDBs(ctx context.Context, digests []string, db DB) ([]string, error) {
+	missing, err := c.Client.PutVulnDBs(ctx, digests, db)
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err == nil {
-		c.mu.Lock()
-		c.dbs[digest]++
-		c.mu.Unlock()
+		c.batches++
+		for _, d := range digests {
+			c.dbs[d]++
+		}
+		if c.cancelAtBatch > 0 && c.batches == c.cancelAtBatch {
+			c.cancel()
+		}
 	}
-	return err
+	return missing, err
+}
+
+func (c *countingClient) GetBOM(ctx context.Context, digest string) ([]byte, error) {
+	b, err := c.Client.GetBOM(ctx, digest)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gets[digest]++
+	c.getsSoFar++
+	if c.cancelAtGet > 0 && c.getsSoFar == c.cancelAtGet {
+		c.cancel()
+	}
+	return b, err
 }
 
 type stored struct {
@@ -87,7 +109,7 @@ func storeFixtures(t *testing.T, srv *apitest.Server) []stored {
 	return out
 }
 
-func httpClient(t *testing.T, srv *apitest.Server) *HTTPClient {
+func httpClient(t testing.TB, srv *apitest.Server) *HTTPClient {
 	t.Helper()
 	tok := filepath.Join(t.TempDir(), "token")
 	// apitest's write token is the admin scope: its auth cannot express the
