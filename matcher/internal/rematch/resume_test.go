@@ -55,7 +55,9 @@ func notCurrent(t *testing.T, srv *apitest.Server, reps []stored) []string {
 // exactly the reports results-api has not recorded for this DB (each once)
 // and nothing else; no report is uploaded or recorded twice; the final
 // state and counts are those of an uninterrupted pass: nothing is lost,
-// and redoing a report is harmless.
+// and redoing a report is harmless. A write the stop cut off counts when
+// it landed (countingClient.settle): the pass saw it fail, results-api
+// has it.
 func TestPassRedoesOnlyWhatWasNotSaved(t *testing.T) {
 	m := openDB(t, writeDB(t, changedAdvisories(), db2Built))
 	type stop struct{ get, upload, batch int }
@@ -67,7 +69,7 @@ func TestPassRedoesOnlyWhatWasNotSaved(t *testing.T) {
 				reps := storeFixtures(t, srv)
 				before := state(t, srv, reps)
 				dir := t.TempDir()
-				cc := &killedClient{countingClient: newCounting(httpClient(t, srv)), dir: dir}
+				cc := &killedClient{countingClient: newCounting(t, srv), dir: dir}
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				cc.cancel, cc.cancelAtGet, cc.cancelAt, cc.cancelAtBatch = cancel, at.get, at.upload, at.batch
@@ -84,6 +86,7 @@ func TestPassRedoesOnlyWhatWasNotSaved(t *testing.T) {
 					t.Fatalf("interrupted pass returned %+v, %v", res, err)
 				}
 
+				cc.settle(t)
 				redo := notCurrent(t, srv, reps)
 				cc.mu.Lock()
 				cc.cancelAtGet, cc.cancelAt, cc.cancelAtBatch, cc.gets = 0, 0, 0, map[string]int{}
