@@ -1,14 +1,18 @@
 module github.com/crowsnest-dev/crowsnest/api
 
 // The shared contracts of every Crowsnest component: events/v1 (NATS
-// subjects, CloudEvents envelope, payloads, stream settings) and scan (the
-// scan Job's exit codes, paths, token audience, labels). Owned by no single
+// subjects, CloudEvents envelope, payloads, stream settings), scan (the
+// scan Job's exit codes, paths, token audience, labels) and finding (what a
+// finding of a CycloneDX report is, and its fingerprint). Owned by no single
 // component; kept dependency-light on purpose (only nats.go, for the stream
-// settings).
+// settings, and cyclonedx-go, for the report format).
 
 go 1.26.0
 
-require github.com/nats-io/nats.go v1.55.0
+require (
+	github.com/CycloneDX/cyclonedx-go v0.12.0
+	github.com/nats-io/nats.go v1.55.0
+)
 
 require (
 	github.com/klauspost/compress v1.20.0 // indirect

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/hex"
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
@@ -33,11 +34,16 @@ func NewScanStatus(s *report.ScanStatus) *ScanStatus {
 
 // NewReportSummary renders a report's summary.
 func NewReportSummary(s report.Summary) ReportSummary {
-	return ReportSummary{Digest: s.Digest, Image: s.Image, ScannedAt: s.ScannedAt, StoredAt: s.StoredAt,
+	out := ReportSummary{Digest: s.Digest, Image: s.Image, ScannedAt: s.ScannedAt, StoredAt: s.StoredAt,
 		GrypeVersion: s.GrypeVersion, DbBuilt: s.DBBuilt, DbSchema: optString(s.DBSchema),
 		MatchedAt: optTime(s.MatchedAt), Cause: cause(s.Cause),
 		Counts: NewSeverityCounts(s.Counts), Fixable: s.Fixable, Findings: s.Findings, Scan: NewScanStatus(s.Scan),
 		RunningIn: runningIn(s.RunningIn)}
+	if len(s.FindingsFingerprint) > 0 {
+		fp := hex.EncodeToString(s.FindingsFingerprint)
+		out.FindingsSha256 = &fp
+	}
+	return out
 }
 
 // runningIn renders the workloads running a digest (absent when not known).

@@ -513,6 +513,9 @@ type ReportSummary struct {
 	// Findings Number of findings.
 	Findings int `json:"findings"`
 
+	// FindingsSha256 The fingerprint of the stored findings (hex; the contract's api/finding.Fingerprint): equal for two reports with the same findings. The matcher compares it with a re-match's to tell an unchanged one. Absent for reports stored before results-api kept it.
+	FindingsSha256 *string `json:"findingsSha256,omitempty"`
+
 	// Fixable Findings with at least one fixed-in version.
 	Fixable      int    `json:"fixable"`
 	GrypeVersion string `json:"grypeVersion"`
@@ -626,6 +629,25 @@ type TopVulnerability struct {
 	// Images Number of images carrying it.
 	Images   int      `json:"images"`
 	Severity Severity `json:"severity"`
+}
+
+// VulnDBBatch defines model for VulnDBBatch.
+type VulnDBBatch struct {
+	// Built The DB's build time (RFC 3339).
+	Built   time.Time `json:"built"`
+	Digests []Digest  `json:"digests"`
+
+	// Schema Example: v6.0.2
+	Schema string `json:"schema"`
+}
+
+// VulnDBBatchResult defines model for VulnDBBatchResult.
+type VulnDBBatchResult struct {
+	// Missing The digests of the request that have no report, sorted.
+	Missing []Digest `json:"missing"`
+
+	// Recorded Reports whose DB was recorded.
+	Recorded int `json:"recorded"`
 }
 
 // VulnDBRecord defines model for VulnDBRecord.
@@ -854,6 +876,9 @@ type ReadyzParams struct {
 
 // LookupReportsJSONRequestBody defines body for LookupReports for application/json ContentType.
 type LookupReportsJSONRequestBody = LookupRequest
+
+// PutReportsVulnDBJSONRequestBody defines body for PutReportsVulnDB for application/json ContentType.
+type PutReportsVulnDBJSONRequestBody = VulnDBBatch
 
 // PutReportJSONRequestBody defines body for PutReport for application/json ContentType.
 type PutReportJSONRequestBody = PutReportJSONBody

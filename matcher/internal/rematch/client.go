@@ -25,8 +25,10 @@ type Client interface {
 	GetBOM(ctx context.Context, digest string) ([]byte, error)
 	// PutReport replaces a stored report with bom.
 	PutReport(ctx context.Context, ref ReportRef, bom []byte) error
-	// PutVulnDB records that a report's findings are unchanged under db.
-	PutVulnDB(ctx context.Context, digest string, db DB) error
+	// PutVulnDBs records that the reports of digests (at most
+	// MaxRecordBatch) have unchanged findings under db, and returns those
+	// that have no report.
+	PutVulnDBs(ctx context.Context, digests []string, db DB) (missing []string, err error)
 }
 
 // ReportRef is what a Pass reads from a report summary.
@@ -34,6 +36,10 @@ type ReportRef struct {
 	Digest  string `json:"digest"`
 	Image   string `json:"image"`
 	DBBuilt string `json:"dbBuilt"` // RFC 3339, or empty
+	// FindingsSHA256 is the stored findings' fingerprint (hex, the
+	// contract's finding.Fingerprint); empty for reports stored before
+	// results-api kept one.
+	FindingsSHA256 string `json:"findingsSha256,omitempty"`
 }
 
 // Page is one page of ListReports.
@@ -110,13 +116,23 @@ func (c *HTTPClient) PutReport(ctx context.Context, ref ReportRef, bom []byte) e
 	return c.do(ctx, http.MethodPut, path, bom, "application/vnd.cyclonedx+json", true, nil)
 }
 
-// PutVulnDB implements Client: PUT /api/v1/reports/{digest}/vulndb.
-func (c *HTTPClient) PutVulnDB(ctx context.Context, digest string, db DB) error {
-	body, _ := json.Marshal(struct {
-		Built  string `json:"built"`
-		Schema string `json:"schema"`
-	}{db.Built.UTC().Format(time.RFC3339), db.Schema})
-	return c.do(ctx, http.MethodPut, "/api/v1/reports/"+url.PathEscape(digest)+"/vulndb", body, "application/json", true, nil)
+// PutVulnDBs implements Client: PUT /api/v1/reports/vulndb.
+func (c *HTTPClient) PutVulnDBs(ctx context.Context, digests []string, db DB) ([]string, error) {
+	body, err := json.Marshal(struct {
+		Built   string   `json:"built"`
+		Schema  string   `json:"schema"`
+		Digests []string `json:"digests"`
+	}{db.Built.UTC().Format(time.RFC3339), db.Schema, digests})
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Missing []string `json:"missing"`
+	}
+	err = c.do(ctx, http.MethodPut, "/api/v1/reports/vulndb", body, "application/json", true, func(r io.Reader) error {
+		return json.NewDecoder(io.LimitReader(r, 1<<20)).Decode(&res)
+	})
+	return res.Missing, err
 }
 
 // StatusError is a response results-api gave with a status that is not a

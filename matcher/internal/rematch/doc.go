@@ -10,8 +10,11 @@
 // (cache.go).
 //
 // A Pass walks every report stored in results-api, matches its BOM and
-// uploads the new report when its findings changed, or records the DB build
-// when they did not. Its progress lives in a small JSON file, so a process
-// killed mid-pass resumes where it stopped; Runner restarts the pass when a
-// newer DB arrives.
+// compares the findings' fingerprint (the contract's api/finding) with the
+// one results-api lists: it encodes and uploads the new report only when
+// they differ, and records the DB build of the unchanged reports in one
+// request per checkpoint. Its progress lives in a small JSON file, saved per
+// page or checkpoint, so a process killed mid-pass resumes where it stopped
+// and matches again only what was not saved (page.go); Runner restarts the
+// pass when a newer DB arrives.
 package rematch

@@ -13,6 +13,7 @@ import (
 	cdx "github.com/CycloneDX/cyclonedx-go"
 
 	"github.com/anchore/clio"
+
 	v6 "github.com/anchore/grype/grype/db/v6"
 	"github.com/anchore/grype/grype/pkg"
 	grypecdx "github.com/anchore/grype/grype/presenter/cyclonedx"
@@ -20,6 +21,8 @@ import (
 	"github.com/anchore/grype/grype/vulnerability"
 	"github.com/anchore/syft/syft/format/common/cyclonedxhelpers"
 	"github.com/anchore/syft/syft/sbom"
+
+	"github.com/crowsnest-dev/crowsnest/api/finding"
 )
 
 // Metadata property names that carry the DB build in a re-matched report
@@ -167,48 +170,65 @@ func (m *Matcher) Close() error {
 // of that output. It waits for a free slot (Options.MaxConcurrent) and
 // returns ctx's error if ctx ends first or while matching.
 func (m *Matcher) Match(ctx context.Context, bom []byte) ([]byte, []Finding, error) {
-	if err := checkCycloneDX(bom); err != nil {
+	o, err := m.MatchOutput(ctx, bom)
+	if err != nil {
 		return nil, nil, err
+	}
+	out, err := o.Encode()
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, o.Findings(), nil
+}
+
+// Output is a match's CycloneDX report before it is encoded: a pass
+// compares its findings' fingerprint with the stored one and encodes it
+// only when they differ.
+type Output struct{ bom *cdx.BOM }
+
+// MatchOutput is Match without the encoding. bom is parsed once, by
+// Grype's SBOM provider; the check that it is CycloneDX reads its first
+// members only.
+func (m *Matcher) MatchOutput(ctx context.Context, bom []byte) (*Output, error) {
+	if err := checkCycloneDX(bom); err != nil {
+		return nil, err
 	}
 	select {
 	case m.sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, nil, ctx.Err()
+		return nil, ctx.Err()
 	}
 	defer func() { <-m.sem }()
 
-	packages, pkgContext, s, err := pkg.ProvideFromReader(bytes.NewReader(bom), m.cfg.provider)
+	packages, pkgContext, s, err := pkg.ProvideFromReader(parsedReader{bytes.NewReader(bom)}, m.cfg.provider)
 	if err != nil {
-		return nil, nil, fmt.Errorf("decode SBOM: %w", err)
+		return nil, fmt.Errorf("decode SBOM: %w", err)
 	}
 	vm, err := m.cfg.vulnerabilityMatcher(m.provider, m.cache)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	remaining, ignored, err := vm.FindMatchesContext(ctx, packages, pkgContext)
 	// Grype logs and drops matcher errors, including cancellation, so a
 	// cancelled match may look complete: never use it.
 	if ctxErr := ctx.Err(); ctxErr != nil {
-		return nil, nil, ctxErr
+		return nil, ctxErr
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("match: %w", err)
+		return nil, fmt.Errorf("match: %w", err)
 	}
 	doc, err := models.NewDocument(m.id, packages, pkgContext, *remaining, ignored, m.provider, nil, m.dbInfo,
 		models.SortStrategy(m.cfg.opts.SortBy.Criteria), m.cfg.opts.Timestamp, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("build report: %w", err)
+		return nil, fmt.Errorf("build report: %w", err)
 	}
-	out, findings, err := m.present(doc, s)
-	if err != nil {
-		return nil, nil, err
-	}
-	return out, findings, nil
+	return &Output{bom: m.present(doc, s)}, nil
 }
 
 // present is Grype's CycloneDX presenter (presenter/cyclonedx.Presenter.
-// Present) with the DB build added to the metadata properties.
-func (m *Matcher) present(doc models.Document, s *sbom.SBOM) ([]byte, []Finding, error) {
+// Present) with the DB build added to the metadata properties, up to the
+// encoding (Output.Encode).
+func (m *Matcher) present(doc models.Document, s *sbom.SBOM) *cdx.BOM {
 	bom := cyclonedxhelpers.ToFormatModel(*s)
 	bom.Metadata.Tools = &cdx.ToolsChoice{
 		Components: &[]cdx.Component{{
@@ -226,15 +246,37 @@ func (m *Matcher) present(doc models.Document, s *sbom.SBOM) ([]byte, []Finding,
 	bom.Vulnerabilities = &vulns
 	setProperty(bom.Metadata, PropertyDBBuilt, m.db.Built.Format(time.RFC3339))
 	setProperty(bom.Metadata, PropertyDBSchema, m.db.Schema)
+	return bom
+}
 
+// Encode returns the report as Grype's presenter writes it.
+func (o *Output) Encode() ([]byte, error) {
 	var buf bytes.Buffer
 	enc := cdx.NewBOMEncoder(&buf, cdx.BOMFileFormatJSON)
 	enc.SetPretty(true)
 	enc.SetEscapeHTML(false)
-	if err := enc.EncodeVersion(bom, bom.SpecVersion); err != nil {
-		return nil, nil, fmt.Errorf("encode CycloneDX: %w", err)
+	if err := enc.EncodeVersion(o.bom, o.bom.SpecVersion); err != nil {
+		return nil, fmt.Errorf("encode CycloneDX: %w", err)
 	}
-	return buf.Bytes(), FindingsOf(bom), nil
+	work.encodes.Add(1)
+	return buf.Bytes(), nil
+}
+
+// Findings returns the report's findings (FindingsOf).
+func (o *Output) Findings() []Finding { return FindingsOf(o.bom) }
+
+// Fingerprint is the contract's fingerprint of the report's findings, as
+// results-api computes it from the encoded report (finding.Of,
+// finding.Fingerprint). Reading them from the model rather than the JSON
+// cannot make a changed report look unchanged: the JSON encoding changes
+// no finding field except invalid UTF-8, which a stored fingerprint (made
+// from JSON) cannot hold, so equal fingerprints mean equal findings.
+func (o *Output) Fingerprint() ([]byte, error) {
+	fs, err := finding.Of(o.bom, 0)
+	if err != nil {
+		return nil, err
+	}
+	return finding.Fingerprint(fs), nil
 }
 
 func setProperty(md *cdx.Metadata, name, value string) {
@@ -251,17 +293,34 @@ func setProperty(md *cdx.Metadata, name, value string) {
 }
 
 // checkCycloneDX refuses JSON that is not a CycloneDX BOM before syft's
-// format detection sees it (it would accept SPDX or Syft JSON too).
+// format detection sees it (it would accept SPDX or Syft JSON too). It
+// reads the top-level members up to bomFormat and specVersion only (Grype
+// writes them first), not the whole document: Grype's provider parses it
+// next and refuses what is not valid JSON.
 func checkCycloneDX(bom []byte) error {
-	var head struct {
-		BOMFormat   string `json:"bomFormat"`
-		SpecVersion string `json:"specVersion"`
+	dec := json.NewDecoder(parsedReader{bytes.NewReader(bom)})
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return fmt.Errorf("%w: not a JSON object", ErrNotCycloneDX)
 	}
-	if err := json.Unmarshal(bom, &head); err != nil {
-		return fmt.Errorf("%w: %w", ErrNotCycloneDX, err)
+	var format, spec string
+	for (format == "" || spec == "") && dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrNotCycloneDX, err)
+		}
+		var into any = &json.RawMessage{}
+		switch t {
+		case "bomFormat":
+			into = &format
+		case "specVersion":
+			into = &spec
+		}
+		if err := dec.Decode(into); err != nil {
+			return fmt.Errorf("%w: %w", ErrNotCycloneDX, err)
+		}
 	}
-	if head.BOMFormat != cdx.BOMFormat || head.SpecVersion == "" {
-		return fmt.Errorf("%w: bomFormat %q, specVersion %q", ErrNotCycloneDX, head.BOMFormat, head.SpecVersion)
+	if format != cdx.BOMFormat || spec == "" {
+		return fmt.Errorf("%w: bomFormat %q, specVersion %q", ErrNotCycloneDX, format, spec)
 	}
 	return nil
 }

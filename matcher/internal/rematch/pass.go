@@ -1,17 +1,19 @@
 package rematch
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
-	"sync"
 	"time"
 
 	cdx "github.com/CycloneDX/cyclonedx-go"
+
+	"github.com/crowsnest-dev/crowsnest/api/finding"
 )
 
 // Pass re-matches every stored report against one DB. Its fields are its
@@ -25,9 +27,15 @@ type Pass struct {
 	Concurrency int
 	// PageSize is how many reports are listed at once (default 100).
 	PageSize int
-	Metrics  Metrics      // default: none
-	Logger   *slog.Logger // default: discard
-	Now      func() time.Time
+	// CheckpointEvery bounds the work a kill loses: within a page, the
+	// unchanged reports are recorded (one request for all of them) and the
+	// progress saved at most this often (default 5s); always at the end of
+	// a page. Whatever was not saved is matched again on resume, which
+	// changes nothing (see progress).
+	CheckpointEvery time.Duration
+	Metrics         Metrics      // default: none
+	Logger          *slog.Logger // default: discard
+	Now             func() time.Time
 }
 
 func (p *Pass) defaults() {
@@ -36,6 +44,9 @@ func (p *Pass) defaults() {
 	}
 	if p.PageSize <= 0 {
 		p.PageSize = 100
+	}
+	if p.CheckpointEvery <= 0 {
+		p.CheckpointEvery = 5 * time.Second
 	}
 	if p.Metrics == nil {
 		p.Metrics = nopMetrics{}
@@ -111,126 +122,96 @@ func (p *Pass) result(prog *progress) Result {
 	return r
 }
 
-// runPage handles the reports of one page that are not done yet, with
-// p.Concurrency workers, recording each in the progress file as it ends.
-func (p *Pass) runPage(ctx context.Context, m *Matcher, prog *progress, items []ReportRef) error {
-	done := make(map[string]bool, len(prog.Done))
-	for _, d := range prog.Done {
-		done[d] = true
-	}
-	uploading := make(map[string]bool, len(prog.Uploading))
-	for _, d := range prog.Uploading {
-		uploading[d] = true
-	}
-	work := make(chan ReportRef)
-	var (
-		mu      sync.Mutex
-		saveErr error
-		wg      sync.WaitGroup
-	)
-	// beforeUpload records that ref's upload starts, so that a resumed
-	// pass can tell an upload that landed from a report already current.
-	beforeUpload := func(digest string) error {
-		mu.Lock()
-		defer mu.Unlock()
-		prog.Uploading = append(prog.Uploading, digest)
-		return saveProgress(p.Dir, prog)
-	}
-	for range p.Concurrency {
-		wg.Go(func() {
-			for ref := range work {
-				start := time.Now()
-				o, counted := p.handle(ctx, m, ref, uploading[ref.Digest], beforeUpload)
-				if ctx.Err() != nil {
-					// Not recorded: the report is redone on resume, and
-					// skipped then if its upload had landed.
-					continue
-				}
-				if counted {
-					p.Metrics.Report(o, time.Since(start))
-				}
-				mu.Lock()
-				prog.Done = append(prog.Done, ref.Digest)
-				prog.Uploading = slices.DeleteFunc(prog.Uploading, func(d string) bool { return d == ref.Digest })
-				if counted {
-					prog.Counts.add(o)
-				}
-				if err := saveProgress(p.Dir, prog); err != nil && saveErr == nil {
-					saveErr = err
-				}
-				mu.Unlock()
-			}
-		})
-	}
-feed:
-	for _, ref := range items {
-		if done[ref.Digest] {
-			continue
-		}
-		select {
-		case work <- ref:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(work)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return saveErr
-}
-
-// handle re-matches one report. counted is false for a report deleted
-// since it was listed: it is no longer part of the pass. wasUploading says
-// an earlier run of this pass started uploading it.
+// handle re-matches one report. A report deleted since it was listed is
+// not counted: it is no longer part of the pass. An unchanged report
+// (same findings fingerprint as stored) comes back with record set: its DB
+// build is recorded in a batch at the next checkpoint. wasUploading says an
+// earlier run of this pass started uploading it.
 func (p *Pass) handle(ctx context.Context, m *Matcher, ref ReportRef, wasUploading bool,
-	beforeUpload func(digest string) error) (o Outcome, counted bool) {
+	beforeUpload func(digest string) error) handled {
+	h := handled{digest: ref.Digest, counted: true}
 	db := m.DB()
 	log := p.Logger.With("digest", ref.Digest, "image", ref.Image)
 	if t, err := time.Parse(time.RFC3339, ref.DBBuilt); err == nil && t.Equal(db.Built) {
 		// Already matched against this DB: scanned with it, or re-matched
 		// by a run of this pass that was killed before it could record it.
+		h.outcome = OutcomeUnchanged
 		if wasUploading {
-			return OutcomeChanged, true
+			h.outcome = OutcomeChanged
 		}
-		return OutcomeUnchanged, true
+		return h
 	}
 	bom, err := p.Client.GetBOM(ctx, ref.Digest)
 	if err != nil {
 		var se *StatusError
 		if errors.As(err, &se) && se.Status == http.StatusNotFound {
 			log.DebugContext(ctx, "report deleted during rematch")
-			return "", false
+			h.counted = false
+			return h
 		}
-		return p.fail(ctx, log, "fetch BOM", err), true
+		h.outcome = p.fail(ctx, log, "fetch BOM", err)
+		return h
 	}
-	var stored cdx.BOM
-	if err := json.Unmarshal(bom, &stored); err != nil {
-		return p.fail(ctx, log, "decode stored BOM", err), true
-	}
-	prev := FindingsOf(&stored)
-	stored = cdx.BOM{} // let it go before matching
-
-	out, next, err := m.Match(ctx, bom)
+	out, err := m.MatchOutput(ctx, bom)
 	if err != nil {
-		return p.fail(ctx, log, "match", err), true
+		h.outcome = p.fail(ctx, log, "match", err)
+		return h
 	}
-	if SameFindings(prev, next) {
-		if err := p.Client.PutVulnDB(ctx, ref.Digest, db); err != nil {
-			return p.fail(ctx, log, "record DB build", err), true
-		}
-		return OutcomeUnchanged, true
+	same, err := unchanged(ref, bom, out)
+	if err != nil {
+		h.outcome = p.fail(ctx, log, "compare findings", err)
+		return h
+	}
+	if same {
+		h.outcome, h.record = OutcomeUnchanged, true
+		return h
+	}
+	enc, err := out.Encode()
+	if err != nil {
+		h.outcome = p.fail(ctx, log, "encode", err)
+		return h
 	}
 	if err := beforeUpload(ref.Digest); err != nil {
-		return p.fail(ctx, log, "save progress", err), true
+		h.outcome = p.fail(ctx, log, "save progress", err)
+		return h
 	}
-	if err := p.Client.PutReport(ctx, ref, out); err != nil {
-		return p.fail(ctx, log, "upload report", err), true
+	if err := p.Client.PutReport(ctx, ref, enc); err != nil {
+		h.outcome = p.fail(ctx, log, "upload report", err)
+		return h
 	}
-	added, resolved := Diff(prev, next)
-	log.InfoContext(ctx, "report re-matched", "new", len(added), "resolved", len(resolved), "findings", len(next))
-	return OutcomeChanged, true
+	log.InfoContext(ctx, "report re-matched", "findings", len(out.Findings()))
+	h.outcome = OutcomeChanged
+	return h
+}
+
+// unchanged reports whether out has the findings results-api stores for
+// ref: the same contract fingerprint. A report stored before results-api
+// kept fingerprints has none listed; its stored BOM (the match's input) is
+// read for it then.
+func unchanged(ref ReportRef, stored []byte, out *Output) (bool, error) {
+	now, err := out.Fingerprint()
+	if err != nil {
+		// results-api judges such a report (a vulnerability without an
+		// id); uploading it lets it.
+		return false, nil //nolint:nilerr // not comparable: changed
+	}
+	if ref.FindingsSHA256 != "" {
+		was, err := hex.DecodeString(ref.FindingsSHA256)
+		if err != nil {
+			return false, fmt.Errorf("findingsSha256 %q: %w", ref.FindingsSHA256, err)
+		}
+		return bytes.Equal(was, now), nil
+	}
+	var bom cdx.BOM
+	work.bomBytesParsed.Add(int64(len(stored)))
+	if err := json.Unmarshal(stored, &bom); err != nil {
+		return false, fmt.Errorf("decode stored BOM: %w", err)
+	}
+	fs, err := finding.Of(&bom, 0)
+	if err != nil {
+		return false, nil //nolint:nilerr // not comparable: changed
+	}
+	return bytes.Equal(finding.Fingerprint(fs), now), nil
 }
 
 func (p *Pass) fail(ctx context.Context, log *slog.Logger, what string, err error) Outcome {

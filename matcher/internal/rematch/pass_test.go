@@ -24,44 +24,111 @@ var changedByDB2 = map[string]bool{"alpine": true, "clean": true, "node": true}
 
 var db2Built = fixtureBuilt.Add(24 * time.Hour)
 
-// countingClient counts what a pass sends to results-api, per digest. It
-// can stop the pass right after the nth report upload returned, before the
-// pass records it: the worst moment for a kill.
+// countingClient counts, per digest, the report uploads and DB records a
+// pass got through to results-api and the BOM downloads it started. It can
+// stop the pass right after the nth upload, DB record (batch) or BOM
+// download returned to the pass, before the pass saved it: the worst
+// moment for a kill. A write the stop cut off (the pass saw it fail with
+// its context ended) may still have landed — results-api cannot always
+// tell either: its commit may finish as the request is cancelled — so
+// after a stop, settle counts each such write that did land.
 type countingClient struct {
 	Client
-	mu        sync.Mutex
-	puts, dbs map[string]int
-	cancel    context.CancelFunc
-	cancelAt  int // cancel after this many uploads; 0 = never
-	putsSoFar int
+	srv             *apitest.Server
+	mu              sync.Mutex
+	puts, dbs, gets map[string]int
+	cutPuts, cutDBs map[string]int // writes cut off by the stop, not settled yet
+	cancel          context.CancelFunc
+	cancelAt        int // cancel after this many uploads; 0 = never
+	cancelAtBatch   int // cancel after this many DB records (batches); 0 = never
+	cancelAtGet     int // cancel after this many BOM downloads; 0 = never
+	putsSoFar       int
+	batches         int
+	getsSoFar       int
 }
 
-func newCounting(c Client) *countingClient {
-	return &countingClient{Client: c, puts: map[string]int{}, dbs: map[string]int{}}
+func newCounting(t testing.TB, srv *apitest.Server) *countingClient {
+	return &countingClient{Client: httpClient(t, srv), srv: srv, puts: map[string]int{}, dbs: map[string]int{}, gets: map[string]int{},
+		cutPuts: map[string]int{}, cutDBs: map[string]int{}}
 }
 
 func (c *countingClient) PutReport(ctx context.Context, ref ReportRef, bom []byte) error {
 	err := c.Client.PutReport(ctx, ref, bom)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err == nil {
+	switch {
+	case err == nil:
 		c.puts[ref.Digest]++
 		c.putsSoFar++
 		if c.cancelAt > 0 && c.putsSoFar == c.cancelAt {
 			c.cancel()
 		}
+	case ctx.Err() != nil:
+		c.cutPuts[ref.Digest]++
 	}
 	return err
 }
 
-func (c *countingClient) PutVulnDB(ctx context.Context, digest string, db DB) error {
-	err := c.Client.PutVulnDB(ctx, digest, db)
-	if err == nil {
-		c.mu.Lock()
-		c.dbs[digest]++
-		c.mu.Unlock()
+func (c *countingClient) PutVulnDBs(ctx context.Context, digests []string, db DB) ([]string, error) {
+	missing, err := c.Client.PutVulnDBs(ctx, digests, db)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case err == nil:
+		c.batches++
+		for _, d := range digests {
+			c.dbs[d]++
+		}
+		if c.cancelAtBatch > 0 && c.batches == c.cancelAtBatch {
+			c.cancel()
+		}
+	case ctx.Err() != nil:
+		for _, d := range digests {
+			c.cutDBs[d]++
+		}
 	}
-	return err
+	return missing, err
+}
+
+func (c *countingClient) GetBOM(ctx context.Context, digest string) ([]byte, error) {
+	b, err := c.Client.GetBOM(ctx, digest)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gets[digest]++
+	c.getsSoFar++
+	if c.cancelAtGet > 0 && c.getsSoFar == c.cancelAtGet {
+		c.cancel()
+	}
+	return b, err
+}
+
+// settle runs after a stopped pass returned. It lets results-api finish
+// what the pass sent — the API is closed (its connections cut; Close
+// waits for every handler they started) and started again on the same
+// database, as a matcher restarted after a kill would find it — then
+// counts each write the stop cut off whose report is now matched against
+// db2Built: that write landed (no other write of the test sets that
+// build). A cut-off write of a report that another write made current is
+// counted too: the pass sent that report twice.
+func (c *countingClient) settle(t *testing.T) {
+	t.Helper()
+	c.srv.Restart()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cut := range []struct {
+		what     string
+		from, to map[string]int
+	}{{"upload", c.cutPuts, c.puts}, {"DB record", c.cutDBs, c.dbs}} {
+		for d, n := range cut.from {
+			var s summary
+			getJSON(t, c.srv, "/api/v1/reports/"+d+"?findingsLimit=1", &s)
+			if built, err := time.Parse(time.RFC3339, s.DBBuilt); err == nil && built.Equal(db2Built) {
+				t.Logf("%s of %s: cut off by the stop, landed", cut.what, d)
+				cut.to[d] += n
+			}
+			delete(cut.from, d)
+		}
+	}
 }
 
 type stored struct {
@@ -87,7 +154,7 @@ func storeFixtures(t *testing.T, srv *apitest.Server) []stored {
 	return out
 }
 
-func httpClient(t *testing.T, srv *apitest.Server) *HTTPClient {
+func httpClient(t testing.TB, srv *apitest.Server) *HTTPClient {
 	t.Helper()
 	tok := filepath.Join(t.TempDir(), "token")
 	// apitest's write token is the admin scope: its auth cannot express the
@@ -195,7 +262,7 @@ func TestPassAgainstResultsAPI(t *testing.T) {
 	reps := storeFixtures(t, srv)
 	before := state(t, srv, reps)
 	m := openDB(t, writeDB(t, changedAdvisories(), db2Built))
-	cc := newCounting(httpClient(t, srv))
+	cc := newCounting(t, srv)
 	dir := t.TempDir()
 	pass := &Pass{Client: cc, Dir: dir, PageSize: 2}
 
@@ -247,13 +314,14 @@ func TestPassResumesAfterKill(t *testing.T) {
 		reps := storeFixtures(t, srv)
 		before := state(t, srv, reps)
 		m := openDB(t, writeDB(t, changedAdvisories(), db2Built))
-		cc := newCounting(httpClient(t, srv))
+		cc := newCounting(t, srv)
 		dir := t.TempDir()
 
 		ctx, cancel := context.WithCancel(context.Background())
 		cc.cancel, cc.cancelAt = cancel, stopAfter
 		res, err := (&Pass{Client: cc, Dir: dir, PageSize: 2}).Run(ctx, m)
 		cancel()
+		cc.settle(t)
 		if err == nil || res.Finished {
 			t.Fatalf("stop after %d: interrupted pass returned %+v, %v", stopAfter, res, err)
 		}
@@ -302,7 +370,7 @@ func TestPassIdenticalDBChangesNothing(t *testing.T) {
 	reps := storeFixtures(t, srv)
 	before := state(t, srv, reps)
 	m := openDB(t, writeDB(t, advisory.Real, db2Built))
-	cc := newCounting(httpClient(t, srv))
+	cc := newCounting(t, srv)
 	res, err := (&Pass{Client: cc, Dir: t.TempDir()}).Run(context.Background(), m)
 	if err != nil {
 		t.Fatal(err)

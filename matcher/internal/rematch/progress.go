@@ -71,6 +71,7 @@ func saveProgress(dir string, p *progress) error {
 	_, err = f.Write(b)
 	if err == nil {
 		err = f.Sync()
+		work.fsyncs.Add(1)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -84,6 +85,7 @@ func saveProgress(dir string, p *progress) error {
 	}
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync()
+		work.fsyncs.Add(1)
 		_ = d.Close()
 	}
 	return nil

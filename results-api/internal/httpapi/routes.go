@@ -28,6 +28,8 @@ func (s *Server) Routes() chi.Router {
 		r.Route("/reports", func(r chi.Router) {
 			r.With(s.requireReader).Get("/", s.listReports)
 			r.With(s.limitBody(lookupBodyLimit), s.requireReader).Post("/lookup", s.lookupReports)
+			// As …/{digest}/vulndb: update only, rematch and admin scopes.
+			r.With(s.limitBody(vulnDBsBodyLimit), updateOnly, s.requireWriter).Put("/vulndb", s.putVulnDBs)
 			r.Route("/{digest}", func(r chi.Router) {
 				r.With(deadline(lim.UploadTimeout), s.requireWriter).Put("/", s.putReport)
 				read := r.With(s.requireReader, s.visibleDigest)

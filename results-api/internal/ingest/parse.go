@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	cdx "github.com/CycloneDX/cyclonedx-go"
+
+	"github.com/crowsnest-dev/crowsnest/api/finding"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 )
@@ -63,30 +64,19 @@ func Parse(raw []byte, o Options) (*report.Report, error) {
 	if o.MaxFindings <= 0 {
 		o.MaxFindings = DefaultMaxFindings
 	}
-	comps := componentIndex(&bom)
-	seen := map[[2]string]bool{}
-	if bom.Vulnerabilities != nil {
-		for i, v := range *bom.Vulnerabilities {
-			if strings.TrimSpace(v.ID) == "" {
-				return nil, fmt.Errorf("%w: vulnerabilities[%d] has no id", ErrInvalidBOM, i)
-			}
-			refs := affectsRefs(v)
-			for _, a := range refs {
-				key := [2]string{v.ID, a.Ref}
-				if seen[key] {
-					continue
-				}
-				seen[key] = true
-				if len(r.FindingList) == o.MaxFindings {
-					return nil, fmt.Errorf("%w: more than %d", ErrTooManyFindings, o.MaxFindings)
-				}
-				f := finding(v, a, comps)
-				r.FindingList = append(r.FindingList, f)
-				r.Counts.Add(f.Severity)
-				if f.Fixable() {
-					r.Fixable++
-				}
-			}
+	fs, err := finding.Of(&bom, o.MaxFindings)
+	switch {
+	case errors.Is(err, finding.ErrTooMany):
+		return nil, fmt.Errorf("%w: more than %d", ErrTooManyFindings, o.MaxFindings)
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", ErrInvalidBOM, err)
+	}
+	for i := range fs {
+		f := report.FromContract(&fs[i])
+		r.FindingList = append(r.FindingList, f)
+		r.Counts.Add(f.Severity)
+		if f.Fixable() {
+			r.Fixable++
 		}
 	}
 	r.Findings = len(r.FindingList)
@@ -152,124 +142,6 @@ func readMetadata(bom *cdx.BOM, r *report.Report) {
 			r.Image += "@" + v
 		}
 	}
-}
-
-func componentIndex(bom *cdx.BOM) map[string]*cdx.Component {
-	idx := map[string]*cdx.Component{}
-	var walk func(cs *[]cdx.Component)
-	walk = func(cs *[]cdx.Component) {
-		if cs == nil {
-			return
-		}
-		for i := range *cs {
-			c := &(*cs)[i]
-			if c.BOMRef != "" {
-				idx[c.BOMRef] = c
-			}
-			walk(c.Components)
-		}
-	}
-	walk(bom.Components)
-	return idx
-}
-
-func affectsRefs(v cdx.Vulnerability) []cdx.Affects {
-	if v.Affects == nil || len(*v.Affects) == 0 {
-		// A vulnerability without an affected component still counts once.
-		return []cdx.Affects{{}}
-	}
-	return *v.Affects
-}
-
-func finding(v cdx.Vulnerability, a cdx.Affects, comps map[string]*cdx.Component) report.Finding {
-	f := report.Finding{ID: v.ID, Description: v.Description}
-	if v.Source != nil {
-		f.Source = v.Source.Name
-		f.URL = v.Source.URL
-	}
-	if v.Advisories != nil && len(*v.Advisories) > 0 && (*v.Advisories)[0].URL != "" {
-		f.URL = (*v.Advisories)[0].URL
-	}
-	f.Severity, f.CVSSScore, f.CVSSVector = ratings(v.Ratings)
-	if c, ok := comps[a.Ref]; ok {
-		f.Package = report.Package{Name: c.Name, Version: c.Version, PURL: c.PackageURL, Type: purlType(c.PackageURL)}
-	} else {
-		f.Package.Name = a.Ref
-	}
-	f.FixedIn = fixedVersions(a)
-	return f
-}
-
-// ratings picks the severity (the first rating that names one; CycloneDX
-// "none" is Grype's Negligible) and the CVSS score and vector of the newest
-// CVSS method present. EPSS, KEV and other scores are not CVSS.
-func ratings(rs *[]cdx.VulnerabilityRating) (report.Severity, *float64, string) {
-	sev := report.Unknown
-	var score *float64
-	vector, rank := "", 0
-	if rs == nil {
-		return sev, nil, ""
-	}
-	for _, r := range *rs {
-		if s, ok := report.ParseSeverity(string(r.Severity)); ok && s != report.Unknown && sev == report.Unknown {
-			sev = s
-		}
-		if k := cvssRank(r.Method); k > rank && r.Score != nil {
-			v := *r.Score
-			score, vector, rank = &v, r.Vector, k
-		}
-	}
-	return sev, score, vector
-}
-
-func cvssRank(m cdx.ScoringMethod) int {
-	switch m {
-	case cdx.ScoringMethodCVSSv31:
-		return 4
-	case cdx.ScoringMethodCVSSv3:
-		return 3
-	case cdx.ScoringMethodCVSSv4:
-		return 2
-	case cdx.ScoringMethodCVSSv2:
-		return 1
-	}
-	return 0
-}
-
-// fixedVersions reads Grype's fix records: versions with status "unaffected"
-// and a vers range such as "vers:apk/>=1.2.3-r1".
-func fixedVersions(a cdx.Affects) []string {
-	if a.Range == nil {
-		return nil
-	}
-	var out []string
-	for _, av := range *a.Range {
-		if av.Status != cdx.VulnerabilityStatusNotAffected {
-			continue
-		}
-		v := av.Version
-		if v == "" && av.Range != "" {
-			rng := av.Range
-			if i := strings.Index(rng, "/"); strings.HasPrefix(rng, "vers:") && i >= 0 {
-				rng = rng[i+1:]
-			}
-			v = strings.TrimLeft(rng, ">=")
-		}
-		if v != "" {
-			out = append(out, v)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func purlType(purl string) string {
-	rest, ok := strings.CutPrefix(purl, "pkg:")
-	if !ok {
-		return ""
-	}
-	t, _, _ := strings.Cut(rest, "/")
-	return t
 }
 
 func clip(s string) string {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/api/finding"
 )
 
 // ErrInvalidDigest is returned for anything that is not sha256:<64 lowercase hex>.
@@ -54,24 +56,12 @@ func (s Severity) String() string {
 	return severityNames[s]
 }
 
-// ParseSeverity maps an API or CycloneDX severity name to a Severity.
-// CycloneDX "none" (Grype's Negligible) and "info" count as negligible.
+// ParseSeverity maps an API or CycloneDX severity name to a Severity
+// (finding.ParseSeverity: CycloneDX "none", Grype's Negligible, and "info"
+// count as negligible).
 func ParseSeverity(s string) (Severity, bool) {
-	switch strings.ToLower(s) {
-	case "critical":
-		return Critical, true
-	case "high":
-		return High, true
-	case "medium", "moderate":
-		return Medium, true
-	case "low":
-		return Low, true
-	case "negligible", "none", "info":
-		return Negligible, true
-	case "unknown", "":
-		return Unknown, true
-	}
-	return Unknown, false
+	v, ok := finding.ParseSeverity(s)
+	return Severity(v), ok
 }
 
 // Counts counts findings per severity.
@@ -155,7 +145,10 @@ type Summary struct {
 	Counts   Counts
 	Fixable  int
 	Findings int
-	Scan     *ScanStatus
+	// FindingsFingerprint is the stored findings' finding.Fingerprint (nil
+	// for reports stored before results-api kept it).
+	FindingsFingerprint []byte
+	Scan                *ScanStatus
 	// RunningIn lists the workloads running the digest now, as far as the
 	// reader may see (filled by lists and details only).
 	RunningIn []Workload

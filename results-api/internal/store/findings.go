@@ -1,17 +1,14 @@
 package store
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/binary"
 	"fmt"
-	"math"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/crowsnest-dev/crowsnest/api/finding"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 )
@@ -54,41 +51,13 @@ func copyFindings(ctx context.Context, conn *sql.Conn, digest string, fs []repor
 	})
 }
 
-// fingerprint is a SHA-256 over every column copyFindings writes of every
-// finding, independent of their order. Two reports of a digest with the
-// same fingerprint have the same findings rows, so a replacement that
-// keeps it keeps the rows (and their ids) instead of deleting and copying
-// them again.
+// fingerprint is the contract's finding.Fingerprint of fs. Two reports of a
+// digest with the same fingerprint have the same findings rows, so a
+// replacement that keeps it keeps the rows (and their ids) instead of
+// deleting and copying them again; the matcher compares it to tell an
+// unchanged re-match (ListReports returns it).
 func fingerprint(fs []report.Finding) []byte {
-	sums := make([][sha256.Size]byte, len(fs))
-	var buf []byte
-	for i := range fs {
-		f := &fs[i]
-		buf = buf[:0]
-		for _, s := range []string{f.ID, f.Source, f.CVSSVector, f.Package.Name, f.Package.Version, f.Package.Type,
-			f.Package.PURL, f.Description, f.URL} {
-			buf = binary.AppendUvarint(buf, uint64(len(s)))
-			buf = append(buf, s...)
-		}
-		buf = append(buf, byte(f.Severity))
-		if f.CVSSScore != nil {
-			buf = binary.BigEndian.AppendUint64(append(buf, 1), math.Float64bits(*f.CVSSScore))
-		} else {
-			buf = append(buf, 0)
-		}
-		buf = binary.AppendUvarint(buf, uint64(len(f.FixedIn)))
-		for _, v := range f.FixedIn {
-			buf = binary.AppendUvarint(buf, uint64(len(v)))
-			buf = append(buf, v...)
-		}
-		sums[i] = sha256.Sum256(buf)
-	}
-	slices.SortFunc(sums, func(a, b [sha256.Size]byte) int { return bytes.Compare(a[:], b[:]) })
-	h := sha256.New()
-	for i := range sums {
-		h.Write(sums[i][:])
-	}
-	return h.Sum(nil)
+	return finding.Fingerprint(report.ToContract(fs))
 }
 
 // storedFindings reads the change keys of a digest's stored findings, on

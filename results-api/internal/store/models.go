@@ -97,7 +97,7 @@ func (r reportRow) summary() report.Summary {
 		Cause: report.Cause(r.Cause),
 		Counts: report.Counts{Critical: r.Critical, High: r.High, Medium: r.Medium, Low: r.Low,
 			Negligible: r.Negligible, Unknown: r.Unknown},
-		Fixable: r.Fixable, Findings: r.Findings,
+		Fixable: r.Fixable, Findings: r.Findings, FindingsFingerprint: r.FindingsSHA256,
 	}
 }
 

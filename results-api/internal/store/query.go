@@ -14,7 +14,7 @@ import (
 
 // listSelect reads summaries with their scan status; it never touches BOMs.
 const listSelect = `SELECT r.digest, r.image, r.scanned_at, r.stored_at, r.grype_version, r.db_built, r.db_schema, r.matched_at, r.cause,
- r.critical, r.high, r.medium, r.low, r.negligible, r.unknown, r.fixable, r.findings,
+ r.critical, r.high, r.medium, r.low, r.negligible, r.unknown, r.fixable, r.findings, r.findings_sha256,
  s.status AS s_status, s.image AS s_image, s.namespace AS s_namespace, s.scanner AS s_scanner, s.job AS s_job,
  s.reason AS s_reason, s.message AS s_message, s.attempt AS s_attempt, s.updated_at AS s_updated_at
  FROM reports r LEFT JOIN scans s ON s.digest = r.digest`
@@ -38,15 +38,17 @@ type listRow struct {
 	Unknown      int
 	Fixable      int
 	Findings     int
-	SStatus      *string
-	SImage       *string
-	SNamespace   *string
-	SScanner     *string
-	SJob         *string
-	SReason      *string
-	SMessage     *string
-	SAttempt     *int
-	SUpdatedAt   *time.Time
+	// FindingsSHA256 is listed for the matcher (an unchanged re-match).
+	FindingsSHA256 []byte `gorm:"column:findings_sha256"`
+	SStatus        *string
+	SImage         *string
+	SNamespace     *string
+	SScanner       *string
+	SJob           *string
+	SReason        *string
+	SMessage       *string
+	SAttempt       *int
+	SUpdatedAt     *time.Time
 }
 
 // summary renders l, its scan status redacted for ctx's scope.
@@ -55,7 +57,7 @@ func (l listRow) summary(ctx context.Context) report.Summary {
 		GrypeVersion: l.GrypeVersion, DBBuilt: l.DBBuilt, DBSchema: l.DBSchema, MatchedAt: l.MatchedAt, Cause: l.Cause,
 		Critical: l.Critical, High: l.High,
 		Medium: l.Medium, Low: l.Low, Negligible: l.Negligible, Unknown: l.Unknown, Fixable: l.Fixable,
-		Findings: l.Findings}.summary()
+		Findings: l.Findings, FindingsSHA256: l.FindingsSHA256}.summary()
 	if l.SStatus != nil {
 		sum.Scan = &report.ScanStatus{
 			Digest: l.Digest, Image: deref(l.SImage), Namespace: deref(l.SNamespace), Scanner: deref(l.SScanner),

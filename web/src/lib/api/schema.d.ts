@@ -38,6 +38,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/reports/vulndb": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Record that many reports were matched against another DB without a change.
+         * @description PUT /api/v1/reports/{digest}/vulndb for up to 1,000 digests in one
+         *     request and one database statement: the matcher records the
+         *     unchanged re-matches of a page at once. Sets each report's dbBuilt,
+         *     dbSchema and matchedAt and nothing else (no findings, no BOM, no
+         *     event). Digests without a report are listed in missing (deleted
+         *     since the matcher listed them), not refused. Allowed to the rematch
+         *     and admin scopes; the upload scope gets 403. The body is at most
+         *     96 KiB.
+         */
+        put: operations["putReportsVulnDB"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/reports/{digest}": {
         parameters: {
             query?: never;
@@ -544,6 +571,8 @@ export interface components {
             fixable: number;
             /** @description Number of findings. */
             findings: number;
+            /** @description The fingerprint of the stored findings (hex; the contract's api/finding.Fingerprint): equal for two reports with the same findings. The matcher compares it with a re-match's to tell an unchanged one. Absent for reports stored before results-api kept it. */
+            findingsSha256?: string;
             scan?: components["schemas"]["ScanStatus"];
             /** @description The workloads running this digest now (from the operator's inventory), limited to the namespaces the caller may read; empty when none does. */
             runningIn?: components["schemas"]["RunningWorkload"][];
@@ -760,6 +789,22 @@ export interface components {
             /** @example v6.0.2 */
             schema: string;
         };
+        VulnDBBatch: {
+            /**
+             * Format: date-time
+             * @description The DB's build time (RFC 3339).
+             */
+            built: string;
+            /** @example v6.0.2 */
+            schema: string;
+            digests: components["schemas"]["Digest"][];
+        };
+        VulnDBBatchResult: {
+            /** @description Reports whose DB was recorded. */
+            recorded: number;
+            /** @description The digests of the request that have no report, sorted. */
+            missing: components["schemas"]["Digest"][];
+        };
         /**
          * @description Payload of crowsnest.findings.changed (events/v1 FindingsChanged). A
          *     baseline has counts only; otherwise new and resolved list at most 100
@@ -961,6 +1006,35 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            413: components["responses"]["TooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    putReportsVulnDB: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VulnDBBatch"];
+            };
+        };
+        responses: {
+            /** @description Recorded for every digest that has a report. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VulnDBBatchResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
             503: components["responses"]["Unavailable"];
         };
