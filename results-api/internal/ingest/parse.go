@@ -86,6 +86,10 @@ func Parse(raw []byte, o Options) (*report.Report, error) {
 				if f.Fixable() {
 					r.Fixable++
 				}
+				if f.Risk.KEV {
+					r.KEV++
+				}
+				r.MaxRisk = max(r.MaxRisk, f.Risk.Score)
 			}
 		}
 	}
@@ -191,6 +195,7 @@ func finding(v cdx.Vulnerability, a cdx.Affects, comps map[string]*cdx.Component
 		f.URL = (*v.Advisories)[0].URL
 	}
 	f.Severity, f.CVSSScore, f.CVSSVector = ratings(v.Ratings)
+	f.Risk = risk(v, f.Severity)
 	if c, ok := comps[a.Ref]; ok {
 		f.Package = report.Package{Name: c.Name, Version: c.Version, PURL: c.PackageURL, Type: purlType(c.PackageURL)}
 	} else {

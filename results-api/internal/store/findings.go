@@ -17,7 +17,8 @@ import (
 )
 
 var findingColumns = []string{"digest", "vuln_id", "source", "severity", "cvss_score", "cvss_vector",
-	"pkg_name", "pkg_version", "pkg_type", "purl", "fixed_in", "fixable", "description", "url"}
+	"pkg_name", "pkg_version", "pkg_type", "purl", "fixed_in", "fixable", "description", "url",
+	"epss", "kev", "risk"}
 
 // copyFindings writes a report's findings with COPY … FROM STDIN (binary)
 // on conn, the connection that holds the open transaction, so the rows
@@ -39,7 +40,7 @@ func copyFindings(ctx context.Context, conn *sql.Conn, digest string, fs []repor
 		}
 		return []any{digest, f.ID, f.Source, int16(f.Severity), f.CVSSScore, f.CVSSVector,
 			f.Package.Name, f.Package.Version, f.Package.Type, f.Package.PURL, fixed, f.Fixable(),
-			f.Description, f.URL}, nil
+			f.Description, f.URL, f.Risk.EPSS, f.Risk.KEV, f.Risk.Score}, nil
 	})
 	return conn.Raw(func(dc any) error {
 		pc, ok := dc.(*stdlib.Conn)
@@ -80,6 +81,18 @@ func fingerprint(fs []report.Finding) []byte {
 		for _, v := range f.FixedIn {
 			buf = binary.AppendUvarint(buf, uint64(len(v)))
 			buf = append(buf, v...)
+		}
+		// Risk only when rated, so an unrated finding keeps the
+		// fingerprint it had before findings carried risk.
+		if f.Risk != (report.Risk{}) {
+			buf = append(buf, 'r')
+			if f.Risk.EPSS != nil {
+				buf = binary.BigEndian.AppendUint64(append(buf, 1), math.Float64bits(*f.Risk.EPSS))
+			}
+			if f.Risk.KEV {
+				buf = append(buf, 'k')
+			}
+			buf = binary.BigEndian.AppendUint64(buf, math.Float64bits(f.Risk.Score))
 		}
 		sums[i] = sha256.Sum256(buf)
 	}
