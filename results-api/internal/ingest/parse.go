@@ -90,6 +90,9 @@ func Parse(raw []byte, o Options) (*report.Report, error) {
 					r.KEV++
 				}
 				r.MaxRisk = max(r.MaxRisk, f.Risk.Score)
+				if e := f.Risk.EPSS; e != nil && (r.MaxEPSS == nil || *e > *r.MaxEPSS) {
+					r.MaxEPSS = e
+				}
 			}
 		}
 	}

@@ -173,6 +173,8 @@ type Summary struct {
 	// highest Grype risk score of a finding (0 when none is rated).
 	KEV     int
 	MaxRisk float64
+	// MaxEPSS is the highest EPSS score of a finding (nil when none has one).
+	MaxEPSS *float64
 	Scan    *ScanStatus
 	// RunningIn lists the workloads running the digest now, as far as the
 	// reader may see (filled by lists and details only).

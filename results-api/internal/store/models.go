@@ -32,6 +32,7 @@ type reportRow struct {
 	FindingsSHA256 []byte `gorm:"column:findings_sha256"`
 	KEV            int    `gorm:"column:kev"`
 	MaxRisk        float64
+	MaxEPSS        *float64 `gorm:"column:max_epss"`
 	// RiskParsed is false for reports stored before findings carried risk
 	// columns, until BackfillRisk has filled them.
 	RiskParsed bool
@@ -94,7 +95,7 @@ func summaryRow(r *report.Summary, hash, findings []byte) reportRow {
 		Critical: r.Counts.Critical, High: r.Counts.High, Medium: r.Counts.Medium, Low: r.Counts.Low,
 		Negligible: r.Counts.Negligible, Unknown: r.Counts.Unknown,
 		Fixable: r.Fixable, Findings: r.Findings, MaxSeverity: int(r.Counts.Max()), BOMSHA256: hash,
-		FindingsSHA256: findings, KEV: r.KEV, MaxRisk: r.MaxRisk, RiskParsed: true,
+		FindingsSHA256: findings, KEV: r.KEV, MaxRisk: r.MaxRisk, MaxEPSS: r.MaxEPSS, RiskParsed: true,
 	}
 }
 

@@ -14,7 +14,7 @@ func riskFilters(q ListQuery, where []string, args []any) ([]string, []any) {
 		where = append(where, "r.kev > 0")
 	}
 	if q.Risk.MinEPSS != nil {
-		where = append(where, "EXISTS (SELECT 1 FROM findings f WHERE f.digest = r.digest AND f.epss >= ?)")
+		where = append(where, "r.max_epss >= ?")
 		args = append(args, *q.Risk.MinEPSS)
 	}
 	return where, args

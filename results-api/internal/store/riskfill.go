@@ -85,6 +85,9 @@ func (s *Store) backfillOne(ctx context.Context, parse ParseFindings, digest str
 			sum.KEV++
 		}
 		sum.MaxRisk = max(sum.MaxRisk, f.Risk.Score)
+		if e := f.Risk.EPSS; e != nil && (sum.MaxEPSS == nil || *e > *sum.MaxEPSS) {
+			sum.MaxEPSS = e
+		}
 		if f.Risk == (report.Risk{}) {
 			continue
 		}
@@ -125,7 +128,7 @@ func (s *Store) backfillOne(ctx context.Context, parse ParseFindings, digest str
 			}
 			done = true
 			return tx.Model(&reportRow{}).Where("digest = ?", digest).Updates(map[string]any{
-				"kev": sum.KEV, "max_risk": sum.MaxRisk, "risk_parsed": true, "findings_sha256": fingerprint(fs),
+				"kev": sum.KEV, "max_risk": sum.MaxRisk, "max_epss": sum.MaxEPSS, "risk_parsed": true, "findings_sha256": fingerprint(fs),
 			}).Error
 		})
 	})
