@@ -673,10 +673,13 @@ type SeverityCounts struct {
 
 // Stats defines model for Stats.
 type Stats struct {
-	Counts             SeverityCounts     `json:"counts"`
-	Findings           int                `json:"findings"`
-	Fixable            int                `json:"fixable"`
-	Images             int                `json:"images"`
+	Counts   SeverityCounts `json:"counts"`
+	Findings int            `json:"findings"`
+	Fixable  int            `json:"fixable"`
+	Images   int            `json:"images"`
+
+	// KevRunning Findings listed in CISA's KEV catalog, in images some namespace runs now.
+	KevRunning         int                `json:"kevRunning"`
 	Scans              ScanCounts         `json:"scans"`
 	TopImages          []ReportSummary    `json:"topImages"`
 	TopVulnerabilities []TopVulnerability `json:"topVulnerabilities"`

@@ -304,6 +304,11 @@ func TestFleetCSV(t *testing.T) {
 	applyInventory(t, c, "a", runs("Deployment", "web", alpine.Digest))
 	applyInventory(t, c, "b", runs("StatefulSet", "db", debian.Digest), runs("Deployment", "web", alpine.Digest))
 	// node has a report but runs nowhere.
+	// The overview's first tile: debian's libc6 CVE-2023-4911 is the one
+	// KEV-listed finding running.
+	if code, _, b := c.get("/api/v1/stats"); code != http.StatusOK || !strings.Contains(string(b), `"kevRunning":1`) {
+		t.Errorf("stats: %d %s, want kevRunning 1", code, b)
+	}
 	type want struct {
 		rows      map[string]int // per digest
 		truncated bool

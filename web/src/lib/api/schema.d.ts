@@ -731,6 +731,8 @@ export interface components {
         Stats: {
             images: number;
             findings: number;
+            /** @description Findings listed in CISA's KEV catalog, in images some namespace runs now. */
+            kevRunning: number;
             counts: components["schemas"]["SeverityCounts"];
             fixable: number;
             scans: components["schemas"]["ScanCounts"];
