@@ -88,6 +88,7 @@ func finding(v cdx.Vulnerability, a cdx.Affects, comps map[string]*cdx.Component
 		f.URL = (*v.Advisories)[0].URL
 	}
 	f.Severity, f.CVSSScore, f.CVSSVector = ratings(v.Ratings)
+	f.Risk = risk(v, f.Severity)
 	if c, ok := comps[a.Ref]; ok {
 		f.Package = Package{Name: c.Name, Version: c.Version, PURL: c.PackageURL, Type: PURLType(c.PackageURL)}
 	} else {

@@ -61,7 +61,24 @@ type Finding struct {
 	FixedIn     []string // sorted
 	Description string
 	URL         string
+	Risk        Risk
 }
+
+// Risk is what Grype's CycloneDX says about a finding's exploitation: an
+// EPSS rating (source "FIRST"), a CISA KEV listing (source "CISA KEV
+// Catalog") and, computed from them, Grype's risk score. Grype's CycloneDX
+// carries no EPSS percentile or date, no KEV dates and no ransomware use.
+type Risk struct {
+	EPSS *float64 // EPSS probability in [0, 1]; nil when the DB has no score
+	KEV  bool     // listed in CISA's Known Exploited Vulnerabilities catalog
+	// Score is Grype's risk score in [0, 100] (vulnerability.Metadata's
+	// RiskScore): threat (1 when KEV-listed, else EPSS) × severity, with a
+	// boost for KEV. Zero without EPSS or KEV.
+	Score float64
+}
+
+// Rated reports whether Grype rated the finding's exploitation at all.
+func (r Risk) Rated() bool { return r.EPSS != nil || r.KEV || r.Score != 0 }
 
 // Fixable reports whether a fixed version is known.
 func (f *Finding) Fixable() bool { return len(f.FixedIn) > 0 }

@@ -35,6 +35,18 @@ func Fingerprint(fs []Finding) []byte {
 			buf = binary.AppendUvarint(buf, uint64(len(v)))
 			buf = append(buf, v...)
 		}
+		// Risk only when rated, so an unrated finding keeps the
+		// fingerprint it had before findings carried risk.
+		if f.Risk.Rated() {
+			buf = append(buf, 'r')
+			if f.Risk.EPSS != nil {
+				buf = binary.BigEndian.AppendUint64(append(buf, 1), math.Float64bits(*f.Risk.EPSS))
+			}
+			if f.Risk.KEV {
+				buf = append(buf, 'k')
+			}
+			buf = binary.BigEndian.AppendUint64(buf, math.Float64bits(f.Risk.Score))
+		}
 		sums[i] = sha256.Sum256(buf)
 	}
 	slices.SortFunc(sums, func(a, b [sha256.Size]byte) int { return bytes.Compare(a[:], b[:]) })

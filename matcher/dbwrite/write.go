@@ -85,7 +85,7 @@ func write(w v6.ReadWriter, advs []advisory.Advisory, built time.Time) error {
 			}
 		}
 	}
-	return nil
+	return writeDecorations(w, advs)
 }
 
 func blob(a advisory.Advisory, severity string) *v6.VulnerabilityBlob {

@@ -38,12 +38,17 @@ func NewReportSummary(s report.Summary) ReportSummary {
 		GrypeVersion: s.GrypeVersion, DbBuilt: s.DBBuilt, DbSchema: optString(s.DBSchema),
 		MatchedAt: optTime(s.MatchedAt), Cause: cause(s.Cause),
 		Counts: NewSeverityCounts(s.Counts), Fixable: s.Fixable, Findings: s.Findings, Scan: NewScanStatus(s.Scan),
-		RunningIn: runningIn(s.RunningIn)}
+		RunningIn: runningIn(s.RunningIn), Kev: s.KEV, MaxRisk: s.MaxRisk}
 	if len(s.FindingsFingerprint) > 0 {
 		fp := hex.EncodeToString(s.FindingsFingerprint)
 		out.FindingsSha256 = &fp
 	}
 	return out
+}
+
+// NewRisk renders a finding's risk data.
+func NewRisk(r report.Risk) Risk {
+	return Risk{Epss: r.EPSS, Kev: r.KEV, Score: r.Score}
 }
 
 // runningIn renders the workloads running a digest (absent when not known).
@@ -65,7 +70,7 @@ func NewReportDetail(r *report.Report) ReportDetail {
 		GrypeVersion: s.GrypeVersion, DbBuilt: s.DBBuilt, DbSchema: optString(s.DBSchema),
 		MatchedAt: optTime(s.MatchedAt), Cause: cause(s.Cause),
 		Counts: NewSeverityCounts(s.Counts), Fixable: s.Fixable, FindingCount: s.Findings, Scan: NewScanStatus(s.Scan),
-		RunningIn: runningIn(s.RunningIn), Findings: make([]Finding, len(r.FindingList))}
+		RunningIn: runningIn(s.RunningIn), Findings: make([]Finding, len(r.FindingList)), Kev: s.KEV, MaxRisk: s.MaxRisk}
 	for i, f := range r.FindingList {
 		fixed := f.FixedIn
 		if fixed == nil {
@@ -74,7 +79,8 @@ func NewReportDetail(r *report.Report) ReportDetail {
 		d.Findings[i] = Finding{Id: f.ID, Source: f.Source, Severity: Severity(f.Severity.String()),
 			CvssScore: f.CVSSScore, CvssVector: optString(f.CVSSVector),
 			Package: Package{Name: f.Package.Name, Version: f.Package.Version, Type: f.Package.Type, Purl: f.Package.PURL},
-			FixedIn: fixed, Fixable: f.Fixable(), Description: optString(f.Description), Url: optString(f.URL)}
+			FixedIn: fixed, Fixable: f.Fixable(), Description: optString(f.Description), Url: optString(f.URL),
+			Risk: NewRisk(f.Risk)}
 	}
 	return d
 }

@@ -156,14 +156,18 @@ const (
 	ListReportsParamsSortCritical       ListReportsParamsSort = "critical"
 	ListReportsParamsSortHigh           ListReportsParamsSort = "high"
 	ListReportsParamsSortImage          ListReportsParamsSort = "image"
+	ListReportsParamsSortKev            ListReportsParamsSort = "kev"
 	ListReportsParamsSortLow            ListReportsParamsSort = "low"
 	ListReportsParamsSortMedium         ListReportsParamsSort = "medium"
 	ListReportsParamsSortMinusCritical  ListReportsParamsSort = "-critical"
 	ListReportsParamsSortMinusHigh      ListReportsParamsSort = "-high"
 	ListReportsParamsSortMinusImage     ListReportsParamsSort = "-image"
+	ListReportsParamsSortMinusKev       ListReportsParamsSort = "-kev"
 	ListReportsParamsSortMinusLow       ListReportsParamsSort = "-low"
 	ListReportsParamsSortMinusMedium    ListReportsParamsSort = "-medium"
+	ListReportsParamsSortMinusRisk      ListReportsParamsSort = "-risk"
 	ListReportsParamsSortMinusScannedAt ListReportsParamsSort = "-scannedAt"
+	ListReportsParamsSortRisk           ListReportsParamsSort = "risk"
 	ListReportsParamsSortScannedAt      ListReportsParamsSort = "scannedAt"
 )
 
@@ -176,6 +180,8 @@ func (e ListReportsParamsSort) Valid() bool {
 		return true
 	case ListReportsParamsSortImage:
 		return true
+	case ListReportsParamsSortKev:
+		return true
 	case ListReportsParamsSortLow:
 		return true
 	case ListReportsParamsSortMedium:
@@ -186,11 +192,17 @@ func (e ListReportsParamsSort) Valid() bool {
 		return true
 	case ListReportsParamsSortMinusImage:
 		return true
+	case ListReportsParamsSortMinusKev:
+		return true
 	case ListReportsParamsSortMinusLow:
 		return true
 	case ListReportsParamsSortMinusMedium:
 		return true
+	case ListReportsParamsSortMinusRisk:
+		return true
 	case ListReportsParamsSortMinusScannedAt:
+		return true
+	case ListReportsParamsSortRisk:
 		return true
 	case ListReportsParamsSortScannedAt:
 		return true
@@ -203,6 +215,7 @@ func (e ListReportsParamsSort) Valid() bool {
 const (
 	GetReportParamsSortId       GetReportParamsSort = "id"
 	GetReportParamsSortPackage  GetReportParamsSort = "package"
+	GetReportParamsSortRisk     GetReportParamsSort = "risk"
 	GetReportParamsSortSeverity GetReportParamsSort = "severity"
 )
 
@@ -212,6 +225,8 @@ func (e GetReportParamsSort) Valid() bool {
 	case GetReportParamsSortId:
 		return true
 	case GetReportParamsSortPackage:
+		return true
+	case GetReportParamsSortRisk:
 		return true
 	case GetReportParamsSortSeverity:
 		return true
@@ -257,7 +272,16 @@ type AffectedImage struct {
 	FixedIn []string `json:"fixedIn"`
 	Image   string   `json:"image"`
 	Package string   `json:"package"`
-	Version string   `json:"version"`
+
+	// Risk What Grype's CycloneDX says about a finding's exploitation: the EPSS
+	// rating (source "FIRST"), the CISA KEV listing (source "CISA KEV
+	// Catalog") and Grype's risk score computed from them and the severity
+	// (min(threat × severity × 1.05 if KEV, 1) × 100, threat 1 when KEV-listed,
+	// else the EPSS score). Grype's CycloneDX carries no EPSS percentile or
+	// date, no KEV dates and no ransomware use (for a listing with known
+	// ransomware use Grype's own score is up to 5 % higher).
+	Risk    Risk   `json:"risk"`
+	Version string `json:"version"`
 }
 
 // Cause Why the report was written, decided by the server from the writer:
@@ -366,8 +390,17 @@ type Finding struct {
 	FixedIn     []string `json:"fixedIn"`
 
 	// Id Example: CVE-2024-1234
-	Id       string   `json:"id"`
-	Package  Package  `json:"package"`
+	Id      string  `json:"id"`
+	Package Package `json:"package"`
+
+	// Risk What Grype's CycloneDX says about a finding's exploitation: the EPSS
+	// rating (source "FIRST"), the CISA KEV listing (source "CISA KEV
+	// Catalog") and Grype's risk score computed from them and the severity
+	// (min(threat × severity × 1.05 if KEV, 1) × 100, threat 1 when KEV-listed,
+	// else the EPSS score). Grype's CycloneDX carries no EPSS percentile or
+	// date, no KEV dates and no ransomware use (for a listing with known
+	// ransomware use Grype's own score is up to 5 % higher).
+	Risk     Risk     `json:"risk"`
 	Severity Severity `json:"severity"`
 
 	// Source Vulnerability source name (nvd, alpine, ...).
@@ -457,12 +490,18 @@ type ReportDetail struct {
 	Findings []Finding `json:"findings"`
 
 	// FindingsNextCursor Pass as findingsCursor for the next page of findings; absent on the last page.
-	FindingsNextCursor *string            `json:"findingsNextCursor,omitempty"`
-	Fixable            int                `json:"fixable"`
-	GrypeVersion       string             `json:"grypeVersion"`
-	Image              string             `json:"image"`
-	MatchedAt          *time.Time         `json:"matchedAt,omitempty"`
-	RunningIn          *[]RunningWorkload `json:"runningIn,omitempty"`
+	FindingsNextCursor *string `json:"findingsNextCursor,omitempty"`
+	Fixable            int     `json:"fixable"`
+	GrypeVersion       string  `json:"grypeVersion"`
+	Image              string  `json:"image"`
+
+	// Kev Findings listed in CISA's KEV catalog (all pages).
+	Kev       int        `json:"kev"`
+	MatchedAt *time.Time `json:"matchedAt,omitempty"`
+
+	// MaxRisk The highest Grype risk score of the report's findings.
+	MaxRisk   float64            `json:"maxRisk"`
+	RunningIn *[]RunningWorkload `json:"runningIn,omitempty"`
 
 	// Scan The latest scan of a digest. A caller limited to some namespaces sees the scan of a digest that runs in one of them; when the scan's Job ran in a namespace outside them, namespace, scanner and job are empty, message is absent and redacted is true.
 	Scan      *ScanStatus `json:"scan,omitempty"`
@@ -523,8 +562,14 @@ type ReportSummary struct {
 	// Image repository@sha256:...
 	Image string `json:"image"`
 
+	// Kev Findings listed in CISA's Known Exploited Vulnerabilities catalog (Grype's CycloneDX rating from "CISA KEV Catalog").
+	Kev int `json:"kev"`
+
 	// MatchedAt When the findings were last matched against a DB (the report's write or a later PUT .../vulndb).
 	MatchedAt *time.Time `json:"matchedAt,omitempty"`
+
+	// MaxRisk The highest Grype risk score (0 to 100) of the report's findings; 0 when none has an EPSS score or KEV listing.
+	MaxRisk float64 `json:"maxRisk"`
 
 	// RunningIn The workloads running this digest now (from the operator's inventory), limited to the namespaces the caller may read; empty when none does.
 	RunningIn *[]RunningWorkload `json:"runningIn,omitempty"`
@@ -537,6 +582,24 @@ type ReportSummary struct {
 
 	// StoredAt When the server last received this report.
 	StoredAt time.Time `json:"storedAt"`
+}
+
+// Risk What Grype's CycloneDX says about a finding's exploitation: the EPSS
+// rating (source "FIRST"), the CISA KEV listing (source "CISA KEV
+// Catalog") and Grype's risk score computed from them and the severity
+// (min(threat × severity × 1.05 if KEV, 1) × 100, threat 1 when KEV-listed,
+// else the EPSS score). Grype's CycloneDX carries no EPSS percentile or
+// date, no KEV dates and no ransomware use (for a listing with known
+// ransomware use Grype's own score is up to 5 % higher).
+type Risk struct {
+	// Epss EPSS probability of exploitation in the next 30 days; absent when the DB has no score.
+	Epss *float64 `json:"epss,omitempty"`
+
+	// Kev Listed in CISA's Known Exploited Vulnerabilities catalog.
+	Kev bool `json:"kev"`
+
+	// Score Grype's risk score; 0 without an EPSS score or KEV listing.
+	Score float64 `json:"score"`
 }
 
 // RunningWorkload defines model for RunningWorkload.
@@ -613,10 +676,13 @@ type SeverityCounts struct {
 
 // Stats defines model for Stats.
 type Stats struct {
-	Counts             SeverityCounts     `json:"counts"`
-	Findings           int                `json:"findings"`
-	Fixable            int                `json:"fixable"`
-	Images             int                `json:"images"`
+	Counts   SeverityCounts `json:"counts"`
+	Findings int            `json:"findings"`
+	Fixable  int            `json:"fixable"`
+	Images   int            `json:"images"`
+
+	// KevRunning Findings listed in CISA's KEV catalog, in images some namespace runs now.
+	KevRunning         int                `json:"kevRunning"`
 	Scans              ScanCounts         `json:"scans"`
 	TopImages          []ReportSummary    `json:"topImages"`
 	TopVulnerabilities []TopVulnerability `json:"topVulnerabilities"`
@@ -661,11 +727,22 @@ type VulnDBRecord struct {
 
 // Vulnerability defines model for Vulnerability.
 type Vulnerability struct {
-	Description *string         `json:"description,omitempty"`
-	Id          string          `json:"id"`
-	Images      []AffectedImage `json:"images"`
-	Severity    Severity        `json:"severity"`
-	Url         *string         `json:"url,omitempty"`
+	Description *string `json:"description,omitempty"`
+	Id          string  `json:"id"`
+
+	// Images The images carrying it, highest risk score first, then by image.
+	Images []AffectedImage `json:"images"`
+
+	// Risk What Grype's CycloneDX says about a finding's exploitation: the EPSS
+	// rating (source "FIRST"), the CISA KEV listing (source "CISA KEV
+	// Catalog") and Grype's risk score computed from them and the severity
+	// (min(threat × severity × 1.05 if KEV, 1) × 100, threat 1 when KEV-listed,
+	// else the EPSS score). Grype's CycloneDX carries no EPSS percentile or
+	// date, no KEV dates and no ransomware use (for a listing with known
+	// ransomware use Grype's own score is up to 5 % higher).
+	Risk     Risk     `json:"risk"`
+	Severity Severity `json:"severity"`
+	Url      *string  `json:"url,omitempty"`
 }
 
 // WorkloadImage defines model for WorkloadImage.
@@ -762,6 +839,12 @@ type ListFindingsCSVParams struct {
 	// Fixable When true, only findings with a fixed version.
 	Fixable *bool `form:"fixable,omitempty" json:"fixable,omitempty"`
 
+	// Kev When true, only findings listed in CISA's Known Exploited Vulnerabilities catalog.
+	Kev *bool `form:"kev,omitempty" json:"kev,omitempty"`
+
+	// MinEpss Only findings whose EPSS score is at least this.
+	MinEpss *float64 `form:"minEpss,omitempty" json:"minEpss,omitempty"`
+
 	// Q Case-insensitive text matched against the image reference or a vulnerability id (e.g. CVE-2024-1234); keeps every finding of the matching images.
 	Q *string `form:"q,omitempty" json:"q,omitempty"`
 
@@ -803,7 +886,13 @@ type ListReportsParams struct {
 	// Running all (default): every report the caller may read; true: only images some namespace runs now; false: only images no namespace runs (only callers with cluster-wide access have any).
 	Running *ListReportsParamsRunning `form:"running,omitempty" json:"running,omitempty"`
 
-	// Sort Sort field, prefixed with "-" for descending. Default "-scannedAt".
+	// Kev When true, only images with a finding listed in CISA's Known Exploited Vulnerabilities catalog.
+	Kev *bool `form:"kev,omitempty" json:"kev,omitempty"`
+
+	// MinEpss Only images with a finding whose EPSS score (probability of exploitation, 0 to 1) is at least this.
+	MinEpss *float64 `form:"minEpss,omitempty" json:"minEpss,omitempty"`
+
+	// Sort Sort field, prefixed with "-" for descending. Default "-risk": the highest Grype risk score of a finding (maxRisk), then digest. "kev" sorts by the count of KEV-listed findings.
 	Sort *ListReportsParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
 }
 
@@ -815,8 +904,14 @@ type ListReportsParamsSort string
 
 // GetReportParams defines parameters for GetReport.
 type GetReportParams struct {
-	// Sort Finding order. "severity" (default) is worst first, then CVSS score.
+	// Sort Finding order. "risk" (default) is Grype's risk score first (a KEV listing, the EPSS score and the severity), then as "severity"; "severity" is worst first, then CVSS score.
 	Sort *GetReportParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Kev When true, only findings listed in CISA's Known Exploited Vulnerabilities catalog.
+	Kev *bool `form:"kev,omitempty" json:"kev,omitempty"`
+
+	// MinEpss Only findings whose EPSS score is at least this.
+	MinEpss *float64 `form:"minEpss,omitempty" json:"minEpss,omitempty"`
 
 	// FindingsLimit Findings per page.
 	FindingsLimit *int `form:"findingsLimit,omitempty" json:"findingsLimit,omitempty"`

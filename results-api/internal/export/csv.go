@@ -13,7 +13,7 @@ import (
 
 // CSVHeader is the first row of every findings CSV.
 var CSVHeader = []string{"image", "digest", "vulnerability", "severity", "package", "version", "type",
-	"fixed_in", "cvss", "namespaces", "workloads"}
+	"fixed_in", "cvss", "namespaces", "workloads", "kev", "epss", "risk"}
 
 // A Row is one finding of one image and where the image runs.
 type Row struct {
@@ -51,6 +51,10 @@ func (c *CSV) Row(r Row) error {
 	rec[0], rec[1], rec[2], rec[3] = r.Image, r.Digest, f.ID, f.Severity.String()
 	rec[4], rec[5], rec[6] = f.Package.Name, f.Package.Version, f.Package.Type
 	rec[7], rec[8], rec[9], rec[10] = strings.Join(f.FixedIn, "; "), cvss, namespaces, workloads
+	rec[11], rec[12], rec[13] = strconv.FormatBool(f.Risk.KEV), "", strconv.FormatFloat(f.Risk.Score, 'f', -1, 64)
+	if f.Risk.EPSS != nil {
+		rec[12] = strconv.FormatFloat(*f.Risk.EPSS, 'f', -1, 64)
+	}
 	for i := range rec {
 		rec[i] = SafeCell(rec[i])
 	}

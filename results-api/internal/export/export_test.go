@@ -197,7 +197,10 @@ func TestCSVDefusesFormulas(t *testing.T) {
 	if err := c.Row(export.Row{Image: "@evil/image", Digest: "sha256:abc", Finding: &findings[3], RunningIn: running}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Row(export.Row{Image: "registry.example/app", Digest: "sha256:abc", Finding: &findings[0]}); err != nil {
+	rated := findings[0]
+	epss := 0.78
+	rated.Risk = report.Risk{EPSS: &epss, KEV: true, Score: 78.75}
+	if err := c.Row(export.Row{Image: "registry.example/app", Digest: "sha256:abc", Finding: &rated}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Close(); err != nil {
@@ -210,8 +213,9 @@ func TestCSVDefusesFormulas(t *testing.T) {
 	want := [][]string{
 		export.CSVHeader,
 		{"'@evil/image", "sha256:abc", "CVE-2026-0003", "negligible", "'=cmd|' /C calc'!A0", "'-1", "binary", "", "",
-			"'+ops; shop", "shop/Deployment/web; shop/CronJob/@hourly; +ops/DaemonSet/agent"},
-		{"registry.example/app", "sha256:abc", "CVE-2026-0001", "critical", "openssl", "3.0.1", "apk", "3.0.9; 3.1.2", "9.8", "", ""},
+			"'+ops; shop", "shop/Deployment/web; shop/CronJob/@hourly; +ops/DaemonSet/agent", "false", "", "0"},
+		{"registry.example/app", "sha256:abc", "CVE-2026-0001", "critical", "openssl", "3.0.1", "apk", "3.0.9; 3.1.2", "9.8", "", "",
+			"true", "0.78", "78.75"},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("rows = %q", rows)

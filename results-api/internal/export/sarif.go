@@ -161,6 +161,9 @@ type resultProperties struct {
 	FixedIn  []string `json:"fixedIn,omitempty"`
 	Image    string   `json:"image"`
 	Digest   string   `json:"digest"`
+	KEV      bool     `json:"kev,omitempty"`
+	EPSS     *float64 `json:"epss,omitempty"`
+	Risk     float64  `json:"risk,omitempty"`
 }
 
 type location struct {
@@ -207,7 +210,7 @@ func (s *SARIF) Result(f *report.Finding) error {
 		pkg += "@" + f.Package.Version
 	}
 	props := resultProperties{Severity: f.Severity.String(), CVSS: f.CVSSScore, FixedIn: f.FixedIn,
-		Image: s.target.Image, Digest: s.target.Digest}
+		Image: s.target.Image, Digest: s.target.Digest, KEV: f.Risk.KEV, EPSS: f.Risk.EPSS, Risk: f.Risk.Score}
 	s.element(sarifResult{
 		RuleID: f.ID, RuleIndex: idx, Level: Level(f.Severity), Message: message{Message(f)},
 		Locations: []location{{

@@ -201,7 +201,7 @@ func readCSV(t *testing.T, b []byte) [][]string {
 	if err != nil {
 		t.Fatalf("not CSV: %v\n%s", err, b)
 	}
-	if len(rows) == 0 || strings.Join(rows[0], ",") != "image,digest,vulnerability,severity,package,version,type,fixed_in,cvss,namespaces,workloads" {
+	if len(rows) == 0 || strings.Join(rows[0], ",") != "image,digest,vulnerability,severity,package,version,type,fixed_in,cvss,namespaces,workloads,kev,epss,risk" {
 		t.Fatalf("header = %q", rows)
 	}
 	return rows[1:]
@@ -246,13 +246,18 @@ func TestReportCSVRows(t *testing.T) {
 	}
 	img, d := "registry.example/app@"+node.Digest, node.Digest
 	where := []string{"shop", "shop/CronJob/report; shop/Deployment/web"}
-	row := func(cells ...string) []string { return append(append([]string{img, d}, cells...), where...) }
+	unrated := []string{"false", "", "0"}
+	row := func(risk []string, cells ...string) []string {
+		return append(append(append([]string{img, d}, cells...), where...), risk...)
+	}
+	// Grype's own risk scores for lodash and minimist (its JSON output,
+	// testdata/grype/manifest.json), computed here from the CycloneDX.
 	want := [][]string{
-		row("GHSA-29mw-wpgm-hmr9", "medium", "lodash", "4.17.15", "npm", "4.17.21", "5.3"),
-		row("GHSA-35jh-r3h4-6jhm", "high", "lodash", "4.17.15", "npm", "4.17.21", "7.2"),
-		row("GHSA-c2qf-rxjj-qqgw", "high", "semver", "7.5.1", "npm", "7.5.2", "7.5"),
-		row("GHSA-p6mc-m468-83gw", "high", "lodash", "4.17.15", "npm", "4.17.19", "7.4"),
-		row("GHSA-xvch-5gv4-984h", "critical", "minimist", "1.2.5", "npm", "1.2.6", "9.8"),
+		row(unrated, "GHSA-29mw-wpgm-hmr9", "medium", "lodash", "4.17.15", "npm", "4.17.21", "5.3"),
+		row(unrated, "GHSA-35jh-r3h4-6jhm", "high", "lodash", "4.17.15", "npm", "4.17.21", "7.2"),
+		row(unrated, "GHSA-c2qf-rxjj-qqgw", "high", "semver", "7.5.1", "npm", "7.5.2", "7.5"),
+		row([]string{"false", "0.034", "2.5330000000000004"}, "GHSA-p6mc-m468-83gw", "high", "lodash", "4.17.15", "npm", "4.17.19", "7.4"),
+		row([]string{"false", "0.009", "0.8460000000000001"}, "GHSA-xvch-5gv4-984h", "critical", "minimist", "1.2.5", "npm", "1.2.6", "9.8"),
 	}
 	got := readCSV(t, b)
 	if len(got) != node.Findings {
@@ -299,6 +304,11 @@ func TestFleetCSV(t *testing.T) {
 	applyInventory(t, c, "a", runs("Deployment", "web", alpine.Digest))
 	applyInventory(t, c, "b", runs("StatefulSet", "db", debian.Digest), runs("Deployment", "web", alpine.Digest))
 	// node has a report but runs nowhere.
+	// The overview's first tile: debian's libc6 CVE-2023-4911 is the one
+	// KEV-listed finding running.
+	if code, _, b := c.get("/api/v1/stats"); code != http.StatusOK || !strings.Contains(string(b), `"kevRunning":1`) {
+		t.Errorf("stats: %d %s, want kevRunning 1", code, b)
+	}
 	type want struct {
 		rows      map[string]int // per digest
 		truncated bool
@@ -323,6 +333,8 @@ func TestFleetCSV(t *testing.T) {
 		"?namespace=nowhere":                   {rows: per()},
 		"?limit=5":                             {rows: per(fxFirst(alpine, debian), 5), truncated: true},
 		"?limit=40":                            {rows: per(alpine, alpine.Findings, debian, debian.Findings)},
+		"?kev=true":                            {rows: per(debian, 1)},
+		"?minEpss=0.02&running=all":            {rows: per(alpine, 2, debian, 3, node, 1)},
 	} {
 		code, hdr, b := c.get("/api/v1/findings.csv" + query)
 		if code != http.StatusOK || hdr.Get("Content-Disposition") != `attachment; filename="crowsnest-findings.csv"` {

@@ -46,12 +46,15 @@ func (s *Server) listReports(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	lq.Cursor, lq.Sort = q.Get("cursor"), q.Get("sort")
+	if lq.Sort == "" {
+		lq.Sort = "-risk"
+	}
 	if lq.Limit, err = intParam(r, "limit", defaultPage, maxPage); err != nil {
 		writeError(w, r, err)
 		return
 	}
 	if lq.Sort != "" && !store.ValidSort(lq.Sort) {
-		writeError(w, r, badQuery("sort must be one of critical, high, medium, low, scannedAt, image, optionally prefixed with -"))
+		writeError(w, r, badQuery("sort must be one of critical, high, medium, low, scannedAt, image, risk, kev, optionally prefixed with -"))
 		return
 	}
 	page, err := s.cfg.Store.ListReports(r.Context(), lq)
@@ -88,6 +91,10 @@ func listQuery(r *http.Request) (store.ListQuery, error) {
 	}
 	if len(lq.Text) > 200 {
 		return lq, badQuery("q is longer than 200 characters")
+	}
+	var err error
+	if lq.Risk, err = riskQuery(r); err != nil {
+		return lq, err
 	}
 	return lq, inventoryFilters(r, &lq)
 }

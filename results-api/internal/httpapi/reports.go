@@ -171,10 +171,14 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 	fq := store.FindingQuery{Order: store.FindingOrder(q.Get("sort")), Cursor: q.Get("findingsCursor")}
 	switch fq.Order {
 	case "":
-		fq.Order = store.BySeverity
-	case store.BySeverity, store.ByID, store.ByPackage:
+		fq.Order = store.ByRisk
+	case store.ByRisk, store.BySeverity, store.ByID, store.ByPackage:
 	default:
-		writeError(w, r, badQuery("sort must be severity, id or package"))
+		writeError(w, r, badQuery("sort must be risk, severity, id or package"))
+		return
+	}
+	if fq.Risk, err = riskQuery(r); err != nil {
+		writeError(w, r, err)
 		return
 	}
 	if fq.Limit, err = intParam(r, "findingsLimit", defaultFindingPage, maxFindingPage); err != nil {

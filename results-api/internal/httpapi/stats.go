@@ -13,7 +13,7 @@ func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	out := api.Stats{Images: st.Images, Findings: st.Findings, Fixable: st.Fixable, Counts: api.NewSeverityCounts(st.Counts),
+	out := api.Stats{Images: st.Images, Findings: st.Findings, Fixable: st.Fixable, KevRunning: st.KEVRunning, Counts: api.NewSeverityCounts(st.Counts),
 		Scans: api.ScanCounts{Queued: st.Scans[report.ScanQueued], Scanning: st.Scans[report.ScanScanning],
 			Failed: st.Scans[report.ScanFailed], Done: st.Scans[report.ScanDone]},
 		TopImages: make([]api.ReportSummary, len(st.TopImages)), TopVulnerabilities: make([]api.TopVulnerability, len(st.TopVulnerabilities))}

@@ -19,10 +19,11 @@ func (s *Server) getVulnerability(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	out := api.Vulnerability{Id: v.ID, Severity: api.Severity(v.Severity.String()),
+	out := api.Vulnerability{Id: v.ID, Severity: api.Severity(v.Severity.String()), Risk: api.NewRisk(v.Risk),
 		Description: optString(v.Description), Url: optString(v.URL), Images: make([]api.AffectedImage, len(v.Images))}
 	for i, a := range v.Images {
-		out.Images[i] = api.AffectedImage{Digest: a.Digest, Image: a.Image, Package: a.Package, Version: a.Version, FixedIn: a.FixedIn}
+		out.Images[i] = api.AffectedImage{Digest: a.Digest, Image: a.Image, Package: a.Package, Version: a.Version, FixedIn: a.FixedIn,
+			Risk: api.NewRisk(a.Risk)}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

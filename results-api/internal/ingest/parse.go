@@ -78,6 +78,13 @@ func Parse(raw []byte, o Options) (*report.Report, error) {
 		if f.Fixable() {
 			r.Fixable++
 		}
+		if f.Risk.KEV {
+			r.KEV++
+		}
+		r.MaxRisk = max(r.MaxRisk, f.Risk.Score)
+		if e := f.Risk.EPSS; e != nil && (r.MaxEPSS == nil || *e > *r.MaxEPSS) {
+			r.MaxEPSS = e
+		}
 	}
 	r.Findings = len(r.FindingList)
 	return r, nil

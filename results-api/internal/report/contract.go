@@ -8,7 +8,7 @@ import "github.com/crowsnest-dev/crowsnest/api/finding"
 // the methods its domain adds (Key, Changed).
 func FromContract(f *finding.Finding) Finding {
 	return Finding{ID: f.ID, Source: f.Source, Severity: Severity(f.Severity), CVSSScore: f.CVSSScore,
-		CVSSVector: f.CVSSVector, Package: Package(f.Package), FixedIn: f.FixedIn, Description: f.Description, URL: f.URL}
+		CVSSVector: f.CVSSVector, Package: Package(f.Package), FixedIn: f.FixedIn, Description: f.Description, URL: f.URL, Risk: Risk(f.Risk)}
 }
 
 // ToContract is fs as the contract's findings (for finding.Fingerprint).
@@ -17,7 +17,8 @@ func ToContract(fs []Finding) []finding.Finding {
 	for i := range fs {
 		f := &fs[i]
 		out[i] = finding.Finding{ID: f.ID, Source: f.Source, Severity: finding.Severity(f.Severity), CVSSScore: f.CVSSScore,
-			CVSSVector: f.CVSSVector, Package: finding.Package(f.Package), FixedIn: f.FixedIn, Description: f.Description, URL: f.URL}
+			CVSSVector: f.CVSSVector, Package: finding.Package(f.Package), FixedIn: f.FixedIn, Description: f.Description, URL: f.URL,
+			Risk: finding.Risk(f.Risk)}
 	}
 	return out
 }

@@ -120,6 +120,20 @@ type Finding struct {
 	FixedIn     []string
 	Description string
 	URL         string
+	Risk        Risk
+}
+
+// Risk is what Grype's CycloneDX says about a finding's exploitation: an
+// EPSS rating (source "FIRST"), a CISA KEV listing (source "CISA KEV
+// Catalog") and, computed from them, Grype's risk score. Grype's CycloneDX
+// carries no EPSS percentile or date, no KEV dates and no ransomware use.
+type Risk struct {
+	EPSS *float64 // EPSS probability in [0, 1]; nil when the DB has no score
+	KEV  bool     // listed in CISA's Known Exploited Vulnerabilities catalog
+	// Score is Grype's risk score in [0, 100] (vulnerability.Metadata's
+	// RiskScore): threat (1 when KEV-listed, else EPSS) × severity, with a
+	// boost for KEV. Zero without EPSS or KEV.
+	Score float64
 }
 
 // Fixable reports whether a fixed version is known.
@@ -148,7 +162,13 @@ type Summary struct {
 	// FindingsFingerprint is the stored findings' finding.Fingerprint (nil
 	// for reports stored before results-api kept it).
 	FindingsFingerprint []byte
-	Scan                *ScanStatus
+	// KEV counts the findings listed in CISA's KEV catalog; MaxRisk is the
+	// highest Grype risk score of a finding (0 when none is rated).
+	KEV     int
+	MaxRisk float64
+	// MaxEPSS is the highest EPSS score of a finding (nil when none has one).
+	MaxEPSS *float64
+	Scan    *ScanStatus
 	// RunningIn lists the workloads running the digest now, as far as the
 	// reader may see (filled by lists and details only).
 	RunningIn []Workload

@@ -116,6 +116,8 @@ type Service struct {
 	stopVulns     context.CancelFunc
 	vulns         sync.WaitGroup
 	stopRBAC      func()
+	stopRiskfill  context.CancelFunc
+	riskfill      sync.WaitGroup
 }
 
 // New opens the store (applying migrations), connects the event bus and
@@ -216,6 +218,9 @@ func New(ctx context.Context, c Config) (*Service, error) {
 		svc.stopVulns = cancel
 		svc.vulns.Go(func() { vulns.Run(vctx) })
 	}
+	fctx, stopFill := context.WithCancel(context.WithoutCancel(ctx))
+	svc.stopRiskfill = stopFill
+	svc.riskfill.Go(func() { backfillRisk(fctx, st, c.Logger) })
 	if c.ReportRetention > 0 {
 		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		svc.stopRetention = cancel
@@ -279,6 +284,8 @@ func checks(st *store.Store, bus *events.Bus, nats bool) []httpapi.Check {
 
 // Close disconnects WebSocket clients, stops the bus and closes the store.
 func (s *Service) Close() {
+	s.stopRiskfill()
+	s.riskfill.Wait()
 	s.stopRBAC()
 	s.stopRetention()
 	s.retention.Wait()

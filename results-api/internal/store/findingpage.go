@@ -16,13 +16,17 @@ const (
 	BySeverity FindingOrder = "severity"
 	ByID       FindingOrder = "id"
 	ByPackage  FindingOrder = "package"
+	// ByRisk orders by Grype's risk score (KEV listing, EPSS and
+	// severity), then as BySeverity: the default.
+	ByRisk FindingOrder = "risk"
 )
 
 // FindingQuery selects one page of a report's findings.
 type FindingQuery struct {
-	Order  FindingOrder // BySeverity when empty
+	Order  FindingOrder // ByRisk when empty
 	Limit  int          // findings per page, at least 1
 	Cursor string       // a previous page's NextCursor for the same Order; empty for the first page
+	Risk   RiskFilter   // keeps KEV-listed findings, or those at or above an EPSS score
 }
 
 // ReportPage is a report's summary with one page of its findings.
@@ -52,12 +56,14 @@ var (
 	keyPkgName = findingKey{col: "pkg_name", value: func(c *findingCursor) any { return c.PkgName }}
 	keyPkgVer  = findingKey{col: "pkg_version", value: func(c *findingCursor) any { return c.PkgVersion }}
 	keyID      = findingKey{col: "id", value: func(c *findingCursor) any { return c.ID }}
+	keyRisk    = findingKey{col: "risk", desc: true, value: func(c *findingCursor) any { return c.Risk }}
 )
 
 var findingOrders = map[FindingOrder][]findingKey{
 	BySeverity: {keySeverity, keyCVSS, keyVulnID, keyPkgName, keyID},
 	ByID:       {keyVulnID, keyPkgName, keyPkgVer, keyID},
 	ByPackage:  {keyPkgName, keyPkgVer, keyVulnID, keyID},
+	ByRisk:     {keyRisk, keySeverity, keyCVSS, keyVulnID, keyPkgName, keyID},
 }
 
 // findingCursor is the last finding of a page: every column any order
@@ -70,6 +76,7 @@ type findingCursor struct {
 	PkgName    string       `json:"p"`
 	PkgVersion string       `json:"n"`
 	ID         int64        `json:"i"`
+	Risk       float64      `json:"r,omitempty"`
 }
 
 // GetReport returns a report's summary (with scan status) and one page of
@@ -78,7 +85,7 @@ type findingCursor struct {
 // walk through the pages of one report sees each finding once.
 func (s *Store) GetReport(ctx context.Context, digest string, q FindingQuery) (*ReportPage, error) {
 	if q.Order == "" {
-		q.Order = BySeverity
+		q.Order = ByRisk
 	}
 	keys, ok := findingOrders[q.Order]
 	if !ok {
@@ -100,6 +107,9 @@ func (s *Store) GetReport(ctx context.Context, digest string, q FindingQuery) (*
 		return nil, err
 	}
 	db := s.db.WithContext(ctx).Where("digest = ?", digest)
+	if rw, rargs := findingRiskFilters("findings", q.Risk, nil, nil); len(rw) > 0 {
+		db = db.Where(strings.Join(rw, " AND "), rargs...)
+	}
 	if after != nil {
 		cond, args := keysetAfter(keys, after)
 		db = db.Where(cond, args...)
@@ -172,7 +182,7 @@ func keysetAfter(keys []findingKey, c *findingCursor) (string, []any) {
 
 func encodeFindingCursor(order FindingOrder, last findingRow) string {
 	return marshalCursor(findingCursor{Order: order, Severity: last.Severity, CVSS: last.CVSSScore,
-		VulnID: last.VulnID, PkgName: last.PkgName, PkgVersion: last.PkgVersion, ID: last.ID})
+		VulnID: last.VulnID, PkgName: last.PkgName, PkgVersion: last.PkgVersion, ID: last.ID, Risk: last.Risk})
 }
 
 func decodeFindingCursor(s string, order FindingOrder) (findingCursor, error) {

@@ -14,7 +14,8 @@ import (
 )
 
 var findingColumns = []string{"digest", "vuln_id", "source", "severity", "cvss_score", "cvss_vector",
-	"pkg_name", "pkg_version", "pkg_type", "purl", "fixed_in", "fixable", "description", "url"}
+	"pkg_name", "pkg_version", "pkg_type", "purl", "fixed_in", "fixable", "description", "url",
+	"epss", "kev", "risk"}
 
 // copyFindings writes a report's findings with COPY … FROM STDIN (binary)
 // on conn, the connection that holds the open transaction, so the rows
@@ -36,7 +37,7 @@ func copyFindings(ctx context.Context, conn *sql.Conn, digest string, fs []repor
 		}
 		return []any{digest, f.ID, f.Source, int16(f.Severity), f.CVSSScore, f.CVSSVector,
 			f.Package.Name, f.Package.Version, f.Package.Type, f.Package.PURL, fixed, f.Fixable(),
-			f.Description, f.URL}, nil
+			f.Description, f.URL, f.Risk.EPSS, f.Risk.KEV, f.Risk.Score}, nil
 	})
 	return conn.Raw(func(dc any) error {
 		pc, ok := dc.(*stdlib.Conn)

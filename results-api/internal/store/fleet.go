@@ -34,7 +34,7 @@ func fleetWhere(ctx context.Context, q FleetQuery) ([]string, []any) {
 	if q.FixableOnly {
 		where = append(where, "f.fixable")
 	}
-	return where, args
+	return findingRiskFilters("f", q.Risk, where, args)
 }
 
 // CountFleetFindings counts q's findings, but no further than upTo: the
@@ -70,7 +70,7 @@ func (s *Store) WalkFleetFindings(ctx context.Context, q FleetQuery, page int, f
 		n := min(page, left)
 		var rows []fleetRow
 		sql := `SELECT r.image, f.id, f.digest, f.vuln_id, f.source, f.severity, f.cvss_score, f.cvss_vector,
- f.pkg_name, f.pkg_version, f.pkg_type, f.purl, f.fixed_in, f.description, f.url FROM findings f, reports r` + whereSQL(where) + ` ORDER BY f.digest, f.id LIMIT ?`
+ f.pkg_name, f.pkg_version, f.pkg_type, f.purl, f.fixed_in, f.description, f.url, f.epss, f.kev, f.risk FROM findings f, reports r` + whereSQL(where) + ` ORDER BY f.digest, f.id LIMIT ?`
 		if err := s.db.WithContext(ctx).Raw(sql, append(args, n)...).Scan(&rows).Error; err != nil {
 			return s.fail("walk fleet findings", err)
 		}
@@ -126,11 +126,14 @@ type fleetRow struct {
 	PURL        string   `gorm:"column:purl"`
 	FixedIn     []string `gorm:"serializer:json"`
 	Description string
-	URL         string `gorm:"column:url"`
+	URL         string   `gorm:"column:url"`
+	EPSS        *float64 `gorm:"column:epss"`
+	KEV         bool     `gorm:"column:kev"`
+	Risk        float64
 }
 
 func (r fleetRow) finding() report.Finding {
 	return findingRow{VulnID: r.VulnID, Source: r.Source, Severity: r.Severity, CVSSScore: r.CVSSScore, CVSSVector: r.CVSSVector,
 		PkgName: r.PkgName, PkgVersion: r.PkgVersion, PkgType: r.PkgType, PURL: r.PURL, FixedIn: r.FixedIn,
-		Description: r.Description, URL: r.URL}.finding()
+		Description: r.Description, URL: r.URL, EPSS: r.EPSS, KEV: r.KEV, Risk: r.Risk}.finding()
 }

@@ -30,6 +30,12 @@ type reportRow struct {
 	// FindingsSHA256 is the fingerprint of the stored findings rows
 	// (fingerprint); NULL for reports stored before it existed.
 	FindingsSHA256 []byte `gorm:"column:findings_sha256"`
+	KEV            int    `gorm:"column:kev"`
+	MaxRisk        float64
+	MaxEPSS        *float64 `gorm:"column:max_epss"`
+	// RiskParsed is false for reports stored before findings carried risk
+	// columns, until BackfillRisk has filled them.
+	RiskParsed bool
 }
 
 func (reportRow) TableName() string { return "reports" }
@@ -58,7 +64,10 @@ type findingRow struct {
 	FixedIn     []string `gorm:"serializer:json"`
 	Fixable     bool
 	Description string
-	URL         string `gorm:"column:url"`
+	URL         string   `gorm:"column:url"`
+	EPSS        *float64 `gorm:"column:epss"`
+	KEV         bool     `gorm:"column:kev"`
+	Risk        float64
 }
 
 func (findingRow) TableName() string { return "findings" }
@@ -86,7 +95,7 @@ func summaryRow(r *report.Summary, hash, findings []byte) reportRow {
 		Critical: r.Counts.Critical, High: r.Counts.High, Medium: r.Counts.Medium, Low: r.Counts.Low,
 		Negligible: r.Counts.Negligible, Unknown: r.Counts.Unknown,
 		Fixable: r.Fixable, Findings: r.Findings, MaxSeverity: int(r.Counts.Max()), BOMSHA256: hash,
-		FindingsSHA256: findings,
+		FindingsSHA256: findings, KEV: r.KEV, MaxRisk: r.MaxRisk, MaxEPSS: r.MaxEPSS, RiskParsed: true,
 	}
 }
 
@@ -97,7 +106,7 @@ func (r reportRow) summary() report.Summary {
 		Cause: report.Cause(r.Cause),
 		Counts: report.Counts{Critical: r.Critical, High: r.High, Medium: r.Medium, Low: r.Low,
 			Negligible: r.Negligible, Unknown: r.Unknown},
-		Fixable: r.Fixable, Findings: r.Findings, FindingsFingerprint: r.FindingsSHA256,
+		Fixable: r.Fixable, Findings: r.Findings, FindingsFingerprint: r.FindingsSHA256, KEV: r.KEV, MaxRisk: r.MaxRisk,
 	}
 }
 
@@ -107,6 +116,7 @@ func (f findingRow) finding() report.Finding {
 		CVSSScore: f.CVSSScore, CVSSVector: f.CVSSVector,
 		Package: report.Package{Name: f.PkgName, Version: f.PkgVersion, Type: f.PkgType, PURL: f.PURL},
 		FixedIn: f.FixedIn, Description: f.Description, URL: f.URL,
+		Risk: report.Risk{EPSS: f.EPSS, KEV: f.KEV, Score: f.Risk},
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 // listSelect reads summaries with their scan status; it never touches BOMs.
 const listSelect = `SELECT r.digest, r.image, r.scanned_at, r.stored_at, r.grype_version, r.db_built, r.db_schema, r.matched_at, r.cause,
  r.critical, r.high, r.medium, r.low, r.negligible, r.unknown, r.fixable, r.findings, r.findings_sha256,
+ r.kev, r.max_risk,
  s.status AS s_status, s.image AS s_image, s.namespace AS s_namespace, s.scanner AS s_scanner, s.job AS s_job,
  s.reason AS s_reason, s.message AS s_message, s.attempt AS s_attempt, s.updated_at AS s_updated_at
  FROM reports r LEFT JOIN scans s ON s.digest = r.digest`
@@ -40,6 +41,8 @@ type listRow struct {
 	Findings     int
 	// FindingsSHA256 is listed for the matcher (an unchanged re-match).
 	FindingsSHA256 []byte `gorm:"column:findings_sha256"`
+	KEV            int    `gorm:"column:kev"`
+	MaxRisk        float64
 	SStatus        *string
 	SImage         *string
 	SNamespace     *string
@@ -57,7 +60,7 @@ func (l listRow) summary(ctx context.Context) report.Summary {
 		GrypeVersion: l.GrypeVersion, DBBuilt: l.DBBuilt, DBSchema: l.DBSchema, MatchedAt: l.MatchedAt, Cause: l.Cause,
 		Critical: l.Critical, High: l.High,
 		Medium: l.Medium, Low: l.Low, Negligible: l.Negligible, Unknown: l.Unknown, Fixable: l.Fixable,
-		Findings: l.Findings, FindingsSHA256: l.FindingsSHA256}.summary()
+		Findings: l.Findings, FindingsSHA256: l.FindingsSHA256, KEV: l.KEV, MaxRisk: l.MaxRisk}.summary()
 	if l.SStatus != nil {
 		sum.Scan = &report.ScanStatus{
 			Digest: l.Digest, Image: deref(l.SImage), Namespace: deref(l.SNamespace), Scanner: deref(l.SScanner),
@@ -98,6 +101,9 @@ type ListQuery struct {
 	// Running keeps the digests some namespace runs now (true) or none
 	// does (false); nil keeps both.
 	Running *bool
+	// Risk keeps the images with a KEV-listed finding or one at or above
+	// an EPSS score.
+	Risk RiskFilter
 }
 
 // ListPage is one page of summaries.
@@ -110,6 +116,7 @@ type ListPage struct {
 var sortColumns = map[string]string{
 	"critical": "r.critical", "high": "r.high", "medium": "r.medium", "low": "r.low",
 	"scannedAt": "r.scanned_at", "image": "r.image",
+	"risk": "r.max_risk", "kev": "r.kev",
 }
 
 // ValidSort reports whether s is an accepted sort key.
@@ -190,6 +197,7 @@ func listFilters(ctx context.Context, q ListQuery) ([]string, []any) {
 	if q.FixableOnly {
 		where = append(where, "r.fixable > 0")
 	}
+	where, args = riskFilters(q, where, args)
 	if t := strings.TrimSpace(q.Text); t != "" {
 		// A UNION of two index-driven sets (trigram on image, lower(vuln_id)
 		// on findings) instead of an OR, which forces a scan of every report.
@@ -249,6 +257,10 @@ func encodeCursor(sort, field string, last listRow) string {
 		v = last.ScannedAt.UTC().Format(time.RFC3339Nano)
 	case "image":
 		v = last.Image
+	case "risk":
+		v = last.MaxRisk
+	case "kev":
+		v = last.KEV
 	}
 	return marshalCursor(cursor{Sort: sort, Value: v, Digest: last.Digest})
 }
@@ -266,7 +278,9 @@ func decodeCursor(s, sort string) (cursor, error) {
 	}
 	switch v := c.Value.(type) {
 	case float64:
-		c.Value = int64(v)
+		if strings.TrimPrefix(sort, "-") != "risk" {
+			c.Value = int64(v)
+		}
 	case string:
 		if strings.TrimPrefix(sort, "-") == "scannedAt" {
 			t, err := time.Parse(time.RFC3339Nano, v)

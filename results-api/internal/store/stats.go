@@ -16,10 +16,12 @@ type TopVulnerability struct {
 // Stats are the dashboard totals.
 type Stats struct {
 	Images, Findings, Fixable int
-	Counts                    report.Counts
-	Scans                     map[report.ScanState]int
-	TopImages                 []report.Summary
-	TopVulnerabilities        []TopVulnerability
+	// KEVRunning counts the KEV-listed findings of images running now.
+	KEVRunning         int
+	Counts             report.Counts
+	Scans              map[report.ScanState]int
+	TopImages          []report.Summary
+	TopVulnerabilities []TopVulnerability
 }
 
 // Stats computes the dashboard totals.
@@ -28,15 +30,17 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 	var t struct {
 		Images, Findings, Fixable                        int
 		Critical, High, Medium, Low, Negligible, Unknown int
+		KEVRunning                                       int
 	}
 	err := db.Raw(`SELECT count(*) AS images, coalesce(sum(findings),0) AS findings, coalesce(sum(fixable),0) AS fixable,
  coalesce(sum(critical),0) AS critical, coalesce(sum(high),0) AS high, coalesce(sum(medium),0) AS medium,
- coalesce(sum(low),0) AS low, coalesce(sum(negligible),0) AS negligible, coalesce(sum(unknown),0) AS unknown
+ coalesce(sum(low),0) AS low, coalesce(sum(negligible),0) AS negligible, coalesce(sum(unknown),0) AS unknown,
+ coalesce(sum(kev) FILTER (WHERE kev > 0 AND EXISTS (SELECT 1 FROM inventory w WHERE w.digest = r.digest)),0) AS kev_running
  FROM reports r`+cond(ctx, "r.digest"), args(ctx)...).Scan(&t).Error
 	if err != nil {
 		return nil, s.fail("stats totals", err)
 	}
-	st := &Stats{Images: t.Images, Findings: t.Findings, Fixable: t.Fixable,
+	st := &Stats{Images: t.Images, Findings: t.Findings, Fixable: t.Fixable, KEVRunning: t.KEVRunning,
 		Counts: report.Counts{Critical: t.Critical, High: t.High, Medium: t.Medium, Low: t.Low, Negligible: t.Negligible, Unknown: t.Unknown},
 		Scans:  map[report.ScanState]int{}}
 	var byStatus []struct {

@@ -13,6 +13,7 @@ const maxAffected = 1000
 type Affected struct {
 	Digest, Image, Package, Version string
 	FixedIn                         []string
+	Risk                            report.Risk
 }
 
 // Vulnerability is what is known about one vulnerability id across images.
@@ -21,7 +22,10 @@ type Vulnerability struct {
 	Severity    report.Severity
 	Description string
 	URL         string
-	Images      []Affected
+	// Risk is the highest of the images' findings: KEV when one is
+	// listed, the highest EPSS and risk score.
+	Risk   report.Risk
+	Images []Affected
 }
 
 // GetVulnerability lists the images carrying vulnerability id (case-insensitive).
@@ -31,11 +35,14 @@ func (s *Store) GetVulnerability(ctx context.Context, id string) (*Vulnerability
 		URL                                                     string `gorm:"column:url"`
 		Severity                                                int
 		FixedIn                                                 []string `gorm:"serializer:json"`
+		EPSS                                                    *float64 `gorm:"column:epss"`
+		KEV                                                     bool     `gorm:"column:kev"`
+		Risk                                                    float64
 	}
 	where, args := addScope(ctx, "f.digest", []string{"lower(f.vuln_id) = lower(?)"}, []any{id})
 	err := s.db.WithContext(ctx).Raw(`SELECT f.vuln_id, f.severity, f.description, f.url, f.digest, f.pkg_name,
- f.pkg_version, f.fixed_in, r.image FROM findings f JOIN reports r ON r.digest = f.digest`+whereSQL(where)+
-		` ORDER BY r.image, f.digest, f.pkg_name LIMIT ?`, append(args, maxAffected)...).Scan(&rows).Error
+ f.pkg_version, f.fixed_in, f.epss, f.kev, f.risk, r.image FROM findings f JOIN reports r ON r.digest = f.digest`+whereSQL(where)+
+		` ORDER BY f.risk DESC, r.image, f.digest, f.pkg_name LIMIT ?`, append(args, maxAffected)...).Scan(&rows).Error
 	if err != nil {
 		return nil, s.fail("get vulnerability", err)
 	}
@@ -57,7 +64,13 @@ func (s *Store) GetVulnerability(ctx context.Context, id string) (*Vulnerability
 		if fixed == nil {
 			fixed = []string{}
 		}
-		v.Images[i] = Affected{Digest: r.Digest, Image: r.Image, Package: r.PkgName, Version: r.PkgVersion, FixedIn: fixed}
+		rk := report.Risk{EPSS: r.EPSS, KEV: r.KEV, Score: r.Risk}
+		v.Images[i] = Affected{Digest: r.Digest, Image: r.Image, Package: r.PkgName, Version: r.PkgVersion, FixedIn: fixed, Risk: rk}
+		v.Risk.KEV = v.Risk.KEV || rk.KEV
+		v.Risk.Score = max(v.Risk.Score, rk.Score)
+		if rk.EPSS != nil && (v.Risk.EPSS == nil || *rk.EPSS > *v.Risk.EPSS) {
+			v.Risk.EPSS = rk.EPSS
+		}
 	}
 	return v, nil
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { advisoryUrl, relativeTime, repository, shortDigest } from './format';
+import { advisoryUrl, epss, relativeTime, repository, riskScore, shortDigest } from './format';
 import { match } from './router';
 
 describe('formatting', () => {
@@ -22,6 +22,16 @@ describe('formatting', () => {
     expect(relativeTime('2026-11-21T11:58:00Z', now)).toBe('2 minutes ago');
     expect(relativeTime('2026-11-19T12:00:00Z', now)).toBe('2 days ago');
     expect(relativeTime('not a time', now)).toBe('—');
+  });
+});
+
+describe('risk', () => {
+  it("shows Grype's risk score and the EPSS probability", () => {
+    expect(riskScore({ risk: { kev: true, score: 78.75000000000001, epss: 0.78 } })).toBe('78.8');
+    expect(riskScore({ risk: { kev: false, score: 0 } })).toBe('—');
+    expect(epss({ risk: { kev: false, score: 2.16, epss: 0.024 } })).toBe('2.4%');
+    expect(epss({ risk: { kev: false, score: 0, epss: 0 } })).toBe('0.0%');
+    expect(epss({ risk: { kev: false, score: 0 } })).toBe('');
   });
 });
 

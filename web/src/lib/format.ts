@@ -42,6 +42,17 @@ export function cvss(f: Pick<Finding, 'cvssScore'>): string {
   return typeof f.cvssScore === 'number' ? f.cvssScore.toFixed(1) : '—';
 }
 
+/** Grype's risk score (0–100) with one decimal; "—" when Grype rated nothing. */
+export function riskScore(f: Pick<Finding, 'risk'>): string {
+  return f.risk.score > 0 ? f.risk.score.toFixed(1) : '—';
+}
+
+/** The EPSS probability as a percentage ("12.3%"); "" without a score. */
+export function epss(f: Pick<Finding, 'risk'>): string {
+  const e = f.risk.epss;
+  return typeof e === 'number' ? `${(e * 100).toFixed(e < 0.001 && e > 0 ? 3 : 1)}%` : '';
+}
+
 /** "Deployment/web": a workload as kubectl names it. */
 export function workloadName(w: Pick<RunningWorkload, 'kind' | 'name'>): string {
   return `${w.kind}/${w.name}`;

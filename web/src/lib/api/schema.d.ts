@@ -146,7 +146,8 @@ export interface paths {
          *     per finding (message "<package> <version> is affected by <id>; fixed
          *     in <versions>", the package's purl or the image as its location,
          *     partialFingerprints stable across scans from the vulnerability id and
-         *     the package's name, version and type). Streamed: a response cut short
+         *     the package's name, version and type; properties kev, epss and risk
+         *     when Grype rated it). Streamed: a response cut short
          *     (deadline or storage error) ends without the closing brackets and
          *     must be discarded.
          */
@@ -175,7 +176,8 @@ export interface paths {
          *     severity, package, version, type, fixed_in, cvss, namespaces,
          *     workloads (the last two from where the image runs now, within the
          *     caller's scope; lists joined with "; ", workloads as
-         *     namespace/Kind/name). A cell starting with =, +, -, @, a tab or a
+         *     namespace/Kind/name), kev (true/false), epss, risk (Grype's risk
+         *     score). A cell starting with =, +, -, @, a tab or a
          *     carriage return is prefixed with a single quote (CSV injection).
          *     Streamed: a response cut short ends without its final chunk.
          */
@@ -279,7 +281,7 @@ export interface paths {
          * @description The findings of the images GET /api/v1/reports would list with the
          *     same filters (running images only unless running says otherwise),
          *     in the columns of GET /api/v1/reports/{digest}/findings.csv, ordered
-         *     by digest. minSeverity and fixable keep only the findings that match.
+         *     by digest. minSeverity, fixable, kev and minEpss keep only the findings that match.
          *     At most limit rows: X-Crowsnest-Truncated says whether more findings
          *     matched (counted before the first row is sent). Streamed: a response
          *     cut short ends without its final chunk.
@@ -573,6 +575,13 @@ export interface components {
             findings: number;
             /** @description The fingerprint of the stored findings (hex; the contract's api/finding.Fingerprint): equal for two reports with the same findings. The matcher compares it with a re-match's to tell an unchanged one. Absent for reports stored before results-api kept it. */
             findingsSha256?: string;
+            /** @description Findings listed in CISA's Known Exploited Vulnerabilities catalog (Grype's CycloneDX rating from "CISA KEV Catalog"). */
+            kev: number;
+            /**
+             * Format: double
+             * @description The highest Grype risk score (0 to 100) of the report's findings; 0 when none has an EPSS score or KEV listing.
+             */
+            maxRisk: number;
             scan?: components["schemas"]["ScanStatus"];
             /** @description The workloads running this digest now (from the operator's inventory), limited to the namespaces the caller may read; empty when none does. */
             runningIn?: components["schemas"]["RunningWorkload"][];
@@ -615,6 +624,30 @@ export interface components {
             fixable: boolean;
             description?: string;
             url?: string;
+            risk: components["schemas"]["Risk"];
+        };
+        /**
+         * @description What Grype's CycloneDX says about a finding's exploitation: the EPSS
+         *     rating (source "FIRST"), the CISA KEV listing (source "CISA KEV
+         *     Catalog") and Grype's risk score computed from them and the severity
+         *     (min(threat × severity × 1.05 if KEV, 1) × 100, threat 1 when KEV-listed,
+         *     else the EPSS score). Grype's CycloneDX carries no EPSS percentile or
+         *     date, no KEV dates and no ransomware use (for a listing with known
+         *     ransomware use Grype's own score is up to 5 % higher).
+         */
+        Risk: {
+            /**
+             * Format: double
+             * @description EPSS probability of exploitation in the next 30 days; absent when the DB has no score.
+             */
+            epss?: number;
+            /** @description Listed in CISA's Known Exploited Vulnerabilities catalog. */
+            kev: boolean;
+            /**
+             * Format: double
+             * @description Grype's risk score; 0 without an EPSS score or KEV listing.
+             */
+            score: number;
         };
         /** @description ReportSummary fields, with one page of the findings themselves; the count of all of them is in findingCount. */
         ReportDetail: {
@@ -635,6 +668,13 @@ export interface components {
             fixable: number;
             /** @description Number of findings of the report (all pages). */
             findingCount: number;
+            /** @description Findings listed in CISA's KEV catalog (all pages). */
+            kev: number;
+            /**
+             * Format: double
+             * @description The highest Grype risk score of the report's findings.
+             */
+            maxRisk: number;
             scan?: components["schemas"]["ScanStatus"];
             /** @description This page of findings, at most findingsLimit. */
             findings: components["schemas"]["Finding"][];
@@ -658,12 +698,15 @@ export interface components {
             package: string;
             version: string;
             fixedIn: string[];
+            risk: components["schemas"]["Risk"];
         };
         Vulnerability: {
             id: string;
             severity: components["schemas"]["Severity"];
             description?: string;
             url?: string;
+            risk: components["schemas"]["Risk"];
+            /** @description The images carrying it, highest risk score first, then by image. */
             images: components["schemas"]["AffectedImage"][];
         };
         ScanList: {
@@ -717,6 +760,8 @@ export interface components {
         Stats: {
             images: number;
             findings: number;
+            /** @description Findings listed in CISA's KEV catalog, in images some namespace runs now. */
+            kevRunning: number;
             counts: components["schemas"]["SeverityCounts"];
             fixable: number;
             scans: components["schemas"]["ScanCounts"];
@@ -959,8 +1004,12 @@ export interface operations {
                 workload?: string;
                 /** @description all (default): every report the caller may read; true: only images some namespace runs now; false: only images no namespace runs (only callers with cluster-wide access have any). */
                 running?: "true" | "false" | "all";
-                /** @description Sort field, prefixed with "-" for descending. Default "-scannedAt". */
-                sort?: "critical" | "-critical" | "high" | "-high" | "medium" | "-medium" | "low" | "-low" | "scannedAt" | "-scannedAt" | "image" | "-image";
+                /** @description When true, only images with a finding listed in CISA's Known Exploited Vulnerabilities catalog. */
+                kev?: boolean;
+                /** @description Only images with a finding whose EPSS score (probability of exploitation, 0 to 1) is at least this. */
+                minEpss?: number;
+                /** @description Sort field, prefixed with "-" for descending. Default "-risk": the highest Grype risk score of a finding (maxRisk), then digest. "kev" sorts by the count of KEV-listed findings. */
+                sort?: "critical" | "-critical" | "high" | "-high" | "medium" | "-medium" | "low" | "-low" | "scannedAt" | "-scannedAt" | "image" | "-image" | "risk" | "-risk" | "kev" | "-kev";
             };
             header?: never;
             path?: never;
@@ -1042,8 +1091,12 @@ export interface operations {
     getReport: {
         parameters: {
             query?: {
-                /** @description Finding order. "severity" (default) is worst first, then CVSS score. */
-                sort?: "severity" | "id" | "package";
+                /** @description Finding order. "risk" (default) is Grype's risk score first (a KEV listing, the EPSS score and the severity), then as "severity"; "severity" is worst first, then CVSS score. */
+                sort?: "risk" | "severity" | "id" | "package";
+                /** @description When true, only findings listed in CISA's Known Exploited Vulnerabilities catalog. */
+                kev?: boolean;
+                /** @description Only findings whose EPSS score is at least this. */
+                minEpss?: number;
                 /** @description Findings per page. */
                 findingsLimit?: number;
                 /** @description Opaque cursor from a previous page's findingsNextCursor, made for the same sort; any other value is 400 invalid_query. */
@@ -1336,6 +1389,10 @@ export interface operations {
                 minSeverity?: components["schemas"]["Severity"];
                 /** @description When true, only findings with a fixed version. */
                 fixable?: boolean;
+                /** @description When true, only findings listed in CISA's Known Exploited Vulnerabilities catalog. */
+                kev?: boolean;
+                /** @description Only findings whose EPSS score is at least this. */
+                minEpss?: number;
                 /** @description Case-insensitive text matched against the image reference or a vulnerability id (e.g. CVE-2024-1234); keeps every finding of the matching images. */
                 q?: string;
                 /** @description Only images running now in this namespace. */

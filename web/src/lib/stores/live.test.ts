@@ -18,6 +18,8 @@ function row(n: number, extra: Partial<ReportSummary> = {}): ReportSummary {
     counts: { ...counts, high: n },
     fixable: 0,
     findings: n,
+    kev: 0,
+    maxRisk: 0,
     ...extra,
   };
 }
