@@ -107,12 +107,13 @@ func TestChartOnTheRealNode(t *testing.T) {
 	jobs := watchJobs(ctx, t, c)
 	w.reader, w.jobs = reader, jobs
 	steps := []struct {
-		name string
-		run  func(context.Context, *testing.T, kubernetes.Interface, *workloads)
+		name   string
+		run    func(context.Context, *testing.T, kubernetes.Interface, *workloads)
+		memory bool // log each Pod's memory after it
 	}{
-		{"rematch and notify", rematchAndNotify},
-		{"upgrade with changed values", upgradeWithChangedValues},
-		{"delete results-api and matcher Pods", deletePods},
+		{"rematch and notify", rematchAndNotify, true}, // the scans and a re-match done
+		{"upgrade with changed values", upgradeWithChangedValues, false},
+		{"delete results-api and matcher Pods", deletePods, true},
 	}
 	for _, step := range steps {
 		stepStart := time.Now()
@@ -121,11 +122,13 @@ func TestChartOnTheRealNode(t *testing.T) {
 			break
 		}
 		t.Logf("timings: %s took %s", step.name, time.Since(stepStart).Round(time.Second))
+		if step.memory {
+			podMemory(ctx, t, c)
+		}
 	}
 	if denied := rbacDenials(ctx, t, c, namespace); len(denied) > 0 {
 		t.Errorf("the API server refused %d requests of the chart's components (RBAC):\n%s", len(denied), strings.Join(denied, "\n"))
 	}
-	podMemory(ctx, t, c)
 	helmTest(ctx, t)
 	if left := uninstall(ctx, t); len(left) > 0 {
 		t.Errorf("helm uninstall and the CRDs' removal left %d Crowsnest objects:\n%s", len(left), strings.Join(left, "\n"))
