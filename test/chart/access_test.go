@@ -211,6 +211,8 @@ func TestRBACOnAPIServer(t *testing.T) {
 		{operator, "", "create", "authentication.k8s.io", "tokenreviews", true},
 		{operator, "", "create", "authorization.k8s.io", "subjectaccessreviews", true},
 		{operator, ns, "update", "coordination.k8s.io", "leases", true}, // leader election, in its own namespace
+		{operator, ns, "create", "", "events", true},                    // leader election's core/v1 event on its Lease
+		{operator, other, "create", "", "events", false},
 		{operator, other, "create", "batch", "jobs", false},
 		{operator, "kube-system", "create", "batch", "jobs", false},
 		{operator, ns, "create", "batch", "jobs", false},

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/services"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/storage"
 )
@@ -46,18 +49,28 @@ func (s *Stack) startChartCluster(ctx, bg context.Context) error {
 	return s.serveDBMirror(ctx)
 }
 
-// serveDBMirror writes the project's offline DB with its listing and
-// serves the folder over HTTP on the gateway (the node's Pods reach it).
+// serveDBMirror writes the project's offline DB with its listing (without
+// DemoAdvisories when Options.HoldBackAdvisories is set) and serves the
+// folder over HTTP on the gateway (the node's Pods reach it).
 func (s *Stack) serveDBMirror(ctx context.Context) error {
-	dir := filepath.Join(s.Options.StateDir, "dbmirror")
-	if _, err := services.WriteDBArchive(ctx, s.Options.Bin.Vulndb, dir, time.Now().Add(-time.Hour), nil); err != nil {
-		return fmt.Errorf("offline Grype DB: %w", err)
+	var hold []string
+	if s.Options.HoldBackAdvisories {
+		hold = DemoAdvisories
+	}
+	if err := s.writeMirrorDB(ctx, time.Now().Add(-time.Hour), hold); err != nil {
+		return err
 	}
 	l, err := net.Listen("tcp", s.hostAddr(""))
 	if err != nil {
 		return fmt.Errorf("DB mirror: %w", err)
 	}
-	srv := &http.Server{Handler: http.FileServer(http.Dir(dir)), ReadHeaderTimeout: 10 * time.Second}
+	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(path.Base(r.URL.Path), "vulnerability-db_") {
+			s.mirrorDownloads.Add(1)
+		}
+		http.FileServer(http.Dir(*s.mirrorDir.Load())).ServeHTTP(w, r)
+	})
+	srv := &http.Server{Handler: serve, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.Log.Error("DB mirror stopped", "error", err)
@@ -66,4 +79,42 @@ func (s *Stack) serveDBMirror(ctx context.Context) error {
 	s.closers = append(s.closers, func() { _ = srv.Close() })
 	s.DBMirrorURL = "http://" + l.Addr().String()
 	return nil
+}
+
+// DBMirrorDownloads is how many archive requests the DB mirror answered:
+// a matcher that keeps its DB on its volume does not fetch it again when
+// its Pod restarts.
+func (s *Stack) DBMirrorDownloads() int64 { return s.mirrorDownloads.Load() }
+
+// PublishNewerDB writes a newer offline DB with every advisory
+// (DemoAdvisories included) and serves it on the DB mirror in place of the
+// first: the chart's matcher imports it at its next check of the listing
+// (matcher.checkInterval), then re-matches every stored report.
+func (s *Stack) PublishNewerDB(ctx context.Context) error {
+	return s.writeMirrorDB(ctx, time.Now(), nil)
+}
+
+// writeMirrorDB writes a DB and its listing into a folder of its own and
+// makes the mirror serve it (a listing never points at an archive that is
+// not there yet).
+func (s *Stack) writeMirrorDB(ctx context.Context, built time.Time, exclude []string) error {
+	s.mirrorN++
+	dir := filepath.Join(s.Options.StateDir, fmt.Sprintf("dbmirror-%d", s.mirrorN))
+	if _, err := services.WriteDBArchive(ctx, s.Options.Bin.Vulndb, dir, built, exclude); err != nil {
+		return fmt.Errorf("offline Grype DB: %w", err)
+	}
+	s.mirrorDir.Store(&dir)
+	return nil
+}
+
+// PushRunnableAlpine pushes registry.RunnableAlpine (the Alpine demo
+// image's packages, the node's pause program as its entrypoint) as
+// <registry>/demo/alpine-<variant>:3.18: a workload the real node runs,
+// with findings, and with a digest of its own per variant.
+func (s *Stack) PushRunnableAlpine(ctx context.Context, variant string) (registry.Image, error) {
+	b, err := registry.RunnableAlpine(variant, "pause", s.pauseBin)
+	if err != nil {
+		return registry.Image{}, err
+	}
+	return s.Registry.Push(ctx, b)
 }

@@ -127,7 +127,7 @@ func (s *Stack) startNode(ctx context.Context, images []string) error {
 		}
 	})
 	s.Log.Info("real node Ready", "node", NodeName, "took", time.Since(start).Round(time.Millisecond))
-	s.pauseImage = pauseRef
+	s.pauseImage, s.pauseBin = pauseRef, pauseBin
 	return s.startKubeProxy(ctx)
 }
 

@@ -51,7 +51,7 @@ type Options struct {
 	// re-matches every report (the Changes view fills live).
 	DBUpdateAfter time.Duration
 	// HoldBackAdvisories leaves DemoAdvisories out of the first offline DB
-	// (UpdateDB publishes them).
+	// (UpdateDB publishes them; in chart mode, PublishNewerDB).
 	HoldBackAdvisories bool
 	Demo               bool // create the demo namespace, Scanner and Pods
 	// RequireGoDemo makes a failed build of the Go demo image an error

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -78,6 +79,11 @@ type Stack struct {
 
 	pki        *node.PKI
 	pauseImage string
+	pauseBin   string // the pause program (PushRunnableAlpine)
+	// The DB mirror's folder (chart mode) and how many DBs it has served.
+	mirrorDir       atomic.Pointer[string]
+	mirrorN         int
+	mirrorDownloads atomic.Int64
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup

@@ -194,3 +194,29 @@ func portForward(ctx context.Context, t *testing.T, ns, target string) string {
 	t.Fatalf("kubectl port-forward %s ended without forwarding:\n%s", target, strings.Join(said, "\n"))
 	return ""
 }
+
+// rbacDenials returns the lines of every container log in ns where the API
+// server refused a request for want of RBAC ("… is forbidden: User …"):
+// the chart's roles must grant what its components do.
+func rbacDenials(ctx context.Context, t *testing.T, c kubernetes.Interface, ns string) []string {
+	pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range pods.Items {
+		for _, ctr := range p.Spec.Containers {
+			logs, err := tool(ctx, t, "kubectl", "-n", ns, "logs", p.Name, "-c", ctr.Name)
+			if err != nil {
+				t.Errorf("logs of %s/%s: %v", p.Name, ctr.Name, err)
+				continue
+			}
+			for _, line := range strings.Split(logs, "\n") {
+				if strings.Contains(line, "is forbidden: User") {
+					out = append(out, p.Name+"/"+ctr.Name+": "+firstLines(line, 1))
+				}
+			}
+		}
+	}
+	return out
+}

@@ -32,12 +32,17 @@ const (
 // only what this machine needs (its registry, its Postgres, its Grype DB
 // mirror, plain HTTP to both), waits for every Deployment and StatefulSet
 // to be Ready on the real node (the chart's probes, security contexts and
-// read-only root filesystems, for real), deploys a workload in the scanned
-// namespace and waits until the scan Job the operator creates has stored
-// its report through the results-api Service, read back through a
-// port-forward to that Service with a reader's token.
+// read-only root filesystems, for real), deploys two workloads in the
+// scanned namespace (the pause image, no packages; an Alpine image with
+// findings) and waits until the scan Jobs the operator creates have stored
+// their reports through the results-api Service, read back through a
+// port-forward to that Service with a reader's token. Then, on the same
+// install: a newer DB re-matches the reports and the notifier tells once
+// (rematch_test.go), helm upgrade with changed values loses no report and
+// repeats no scan (upgrade_test.go), deleted Pods recover losing nothing
+// (recover_test.go), helm test, helm uninstall.
 func TestChartOnTheRealNode(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	c := cluster.Cluster.Client
 	for _, ns := range []string{namespace, scanned} {
@@ -57,11 +62,13 @@ func TestChartOnTheRealNode(t *testing.T) {
 		// The README's values.
 		"--set", "global.scan.namespaces={" + scanned + "}", "--set", "defaultScanner.enabled=true",
 		// This machine: its registry (plain HTTP, for Grype's pulls too),
-		// its Postgres, its Grype DB mirror (no internet here).
+		// its Postgres, its Grype DB mirror (no internet here), which
+		// publishes a newer DB during the test (checked every 10s).
 		"--set", "global.imageRegistry=" + cluster.ImageRegistry(),
 		"--set", "operator.extraArgs={--insecure-registries=" + registryHost + "}",
 		"--set", "postgres.enabled=false", "--set", "global.database.existingSecret.name=crowsnest-database",
 		"--set", "matcher.upstreamURL=" + cluster.DBMirrorURL, "--set", "matcher.extraArgs={--allow-insecure-upstream}",
+		"--set", "matcher.checkInterval=10s",
 	}
 	start := time.Now()
 	if out, err := tool(ctx, t, "helm", args...); err != nil {
@@ -77,18 +84,51 @@ func TestChartOnTheRealNode(t *testing.T) {
 	ready := time.Since(start)
 	t.Logf("helm install returned in %s; all %d Deployments/StatefulSets Ready %s after it started", installed.Round(time.Millisecond), n, ready.Round(time.Millisecond))
 
-	digest := deployWorkload(ctx, t, c)
+	alpine, err := cluster.PushRunnableAlpine(ctx, "findings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &workloads{pause: deployWorkload(ctx, t, c, scanned, "web", cluster.PauseImage()),
+		alpine: deployWorkload(ctx, t, c, scanned, "app", alpine.Ref())}
 	reader := readerToken(ctx, t, c)
 	api := "http://" + portForward(ctx, t, namespace, "svc/"+release+"-results-api:80")
-	report, err := waitReport(ctx, api, reader, digest, 5*time.Minute)
-	if err != nil {
-		t.Fatalf("%v\n%s\n%s", err, describePods(ctx, c, scanned), logsOf(ctx, t, c, namespace))
+	for _, digest := range []string{w.pause, w.alpine} {
+		report, err := waitReport(ctx, api, reader, digest, 5*time.Minute)
+		if err != nil {
+			t.Fatalf("%v\n%s\n%s", err, describePods(ctx, c, scanned), logsOf(ctx, t, c, namespace))
+		}
+		t.Logf("report of %s stored through the results-api Service: %s", digest, firstLines(report, 1))
 	}
 	stored := time.Since(start)
-	t.Logf("report of %s stored through the results-api Service: %s", digest, firstLines(report, 1))
-	t.Logf("timings: helm install → all Ready %s, → first report stored %s", ready.Round(time.Second), stored.Round(time.Second))
+	t.Logf("timings: helm install → all Ready %s, → both first reports stored %s", ready.Round(time.Second), stored.Round(time.Second))
 	scanJobRanOnTheNode(ctx, t, c)
-	podMemory(ctx, t, c)
+
+	// Every scan Job created from here on, in any namespace.
+	jobs := watchJobs(ctx, t, c)
+	w.reader, w.jobs = reader, jobs
+	steps := []struct {
+		name   string
+		run    func(context.Context, *testing.T, kubernetes.Interface, *workloads)
+		memory bool // log each Pod's memory after it
+	}{
+		{"rematch and notify", rematchAndNotify, true}, // the scans and a re-match done
+		{"upgrade with changed values", upgradeWithChangedValues, false},
+		{"delete results-api and matcher Pods", deletePods, true},
+	}
+	for _, step := range steps {
+		stepStart := time.Now()
+		if !t.Run(step.name, func(t *testing.T) { step.run(ctx, t, c, w) }) {
+			t.Logf("%s failed after %s: %s", step.name, time.Since(stepStart).Round(time.Second), logsOf(ctx, t, c, namespace))
+			break
+		}
+		t.Logf("timings: %s took %s", step.name, time.Since(stepStart).Round(time.Second))
+		if step.memory {
+			podMemory(ctx, t, c)
+		}
+	}
+	if denied := rbacDenials(ctx, t, c, namespace); len(denied) > 0 {
+		t.Errorf("the API server refused %d requests of the chart's components (RBAC):\n%s", len(denied), strings.Join(denied, "\n"))
+	}
 	helmTest(ctx, t)
 	if left := uninstall(ctx, t); len(left) > 0 {
 		t.Errorf("helm uninstall and the CRDs' removal left %d Crowsnest objects:\n%s", len(left), strings.Join(left, "\n"))
@@ -97,13 +137,21 @@ func TestChartOnTheRealNode(t *testing.T) {
 	}
 }
 
-// deployWorkload runs a Deployment of the pause image in the scanned
-// namespace and returns the digest its Pod runs, as the kubelet reports it.
-func deployWorkload(ctx context.Context, t *testing.T, c kubernetes.Interface) string {
+// workloads is what the steps after the install share: the digests the
+// first workloads run, a reader's token, the count of scan Jobs created.
+type workloads struct {
+	pause, alpine string
+	reader        string
+	jobs          *jobCounter
+}
+
+// deployWorkload runs a Deployment of image in ns and returns the digest
+// its Pod runs, as the kubelet reports it.
+func deployWorkload(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, name, image string) string {
 	t.Helper()
-	labels := map[string]string{"app": "web"}
+	labels := map[string]string{"app": name}
 	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: scanned},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -112,19 +160,19 @@ func deployWorkload(ctx context.Context, t *testing.T, c kubernetes.Interface) s
 				Spec: corev1.PodSpec{
 					SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
-					Containers: []corev1.Container{{Name: "web", Image: cluster.PauseImage(),
+					Containers: []corev1.Container{{Name: name, Image: image,
 						SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}},
 				},
 			},
 		},
 	}
-	if _, err := c.AppsV1().Deployments(scanned).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+	if _, err := c.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
-		pods, err := c.CoreV1().Pods(scanned).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +185,7 @@ func deployWorkload(ctx context.Context, t *testing.T, c kubernetes.Interface) s
 		}
 		time.Sleep(time.Second)
 	}
-	t.Fatalf("the workload did not run in 2m:\n%s", describePods(ctx, c, scanned))
+	t.Fatalf("the workload %s/%s did not run in 2m:\n%s", ns, name, describePods(ctx, c, ns))
 	return ""
 }
 

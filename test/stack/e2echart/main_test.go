@@ -39,7 +39,7 @@ func run(m *testing.M) int {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	start := time.Now()
-	s, err := stack.Start(ctx, stack.Options{Chart: true, StateDir: os.Getenv("CROWSNEST_E2E_STATE_DIR")}, log)
+	s, err := stack.Start(ctx, stack.Options{Chart: true, HoldBackAdvisories: true, StateDir: os.Getenv("CROWSNEST_E2E_STATE_DIR")}, log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start the chart's cluster:", err)
 		return 1

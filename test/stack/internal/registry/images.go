@@ -58,18 +58,23 @@ func DemoImages(goBinary string) ([]Built, error) {
 }
 
 func alpine(variant string) (v1.Image, error) {
-	files := map[string]file{
+	l, err := layer(alpineFiles(variant))
+	if err != nil {
+		return nil, err
+	}
+	return image([]string{"/bin/busybox", "sh"}, l)
+}
+
+// alpineFiles are the Alpine demo image's files: the OpenSSL and other
+// packages the demo DB has advisories for, in apk's database.
+func alpineFiles(variant string) map[string]file {
+	return map[string]file{
 		"etc/os-release":        {data: []byte(alpineOSRelease)},
 		"etc/alpine-release":    {data: []byte("3.18.4\n")},
 		"lib/apk/db/installed":  {data: []byte(apkInstalled)},
 		"bin/busybox":           {mode: 0o755, data: []byte("#!/bin/sh\n# placeholder: the demo never runs this image\n")},
 		"etc/crowsnest-variant": {data: []byte(variant + "\n")},
 	}
-	l, err := layer(files)
-	if err != nil {
-		return nil, err
-	}
-	return image([]string{"/bin/busybox", "sh"}, l)
 }
 
 func debian() (v1.Image, error) {

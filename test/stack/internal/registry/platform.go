@@ -37,6 +37,28 @@ func ProgramImage(prog, tag, binary string) (Built, error) {
 	return Built{Name: prog, Tag: tag, Image: img}, nil
 }
 
+// RunnableAlpine is the Alpine demo image (its packages, so its findings)
+// with one static program, /<prog>, as its entrypoint: a workload a real
+// node runs (the demo images' /bin/busybox is a placeholder). variant makes
+// its own digest.
+func RunnableAlpine(variant, prog, binary string) (Built, error) {
+	bin, err := os.ReadFile(binary)
+	if err != nil {
+		return Built{}, fmt.Errorf("read %s binary: %w", prog, err)
+	}
+	files := alpineFiles(variant)
+	files[prog] = file{mode: 0o755, data: bin}
+	l, err := layer(files)
+	if err != nil {
+		return Built{}, err
+	}
+	img, err := image([]string{"/" + prog}, l)
+	if err != nil {
+		return Built{}, err
+	}
+	return Built{Name: "alpine-" + variant, Tag: "3.18", Image: img}, nil
+}
+
 // PushPlatform pushes a platform image (the pause image) to
 // <host>/crowsnest/<name>:<tag> and returns that reference.
 func (r *Registry) PushPlatform(ctx context.Context, b Built) (string, error) {

@@ -84,10 +84,14 @@ type Sink struct {
 }
 
 // StartSink listens on a free loopback port.
-func StartSink() (*Sink, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func StartSink() (*Sink, error) { return StartSinkAt("127.0.0.1:0") }
+
+// StartSinkAt listens on addr (host:port; port 0 picks a free one), e.g.
+// the node network's gateway, where Pods on the real node reach it.
+func StartSinkAt(addr string) (*Sink, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("webhook sink: %w", err)
 	}
 	s := &Sink{ln: ln}
 	mux := http.NewServeMux()
