@@ -2,11 +2,12 @@ package rematch
 
 import (
 	"cmp"
+	"math"
 	"slices"
-	"strings"
 
 	cdx "github.com/CycloneDX/cyclonedx-go"
-	"github.com/anchore/packageurl-go"
+
+	"github.com/crowsnest-dev/crowsnest/api/finding"
 )
 
 // Key identifies a finding: a vulnerability in one package.
@@ -24,43 +25,20 @@ type Finding struct {
 	Severity string
 }
 
-// FindingsOf reads the findings of a CycloneDX BOM the way results-api
-// does (one per vulnerability and affected component, severity from the
-// first rating that names one), sorted and without duplicates.
+// FindingsOf reads the findings of a CycloneDX BOM by the contract's rule
+// (api/finding.Of, the rule results-api stores them by), as keys with
+// their severity, sorted and without duplicates. A BOM the rule refuses
+// (a vulnerability without an id: never Grype's output) has none.
 func FindingsOf(bom *cdx.BOM) []Finding {
-	comps := map[string]*cdx.Component{}
-	var walk func(cs *[]cdx.Component)
-	walk = func(cs *[]cdx.Component) {
-		if cs == nil {
-			return
-		}
-		for i := range *cs {
-			c := &(*cs)[i]
-			if c.BOMRef != "" {
-				comps[c.BOMRef] = c
-			}
-			walk(c.Components)
-		}
+	fs, err := finding.Of(bom, math.MaxInt)
+	if err != nil {
+		return nil
 	}
-	walk(bom.Components)
-
-	var out []Finding
-	if bom.Vulnerabilities == nil {
-		return out
-	}
-	for _, v := range *bom.Vulnerabilities {
-		sev := severity(v.Ratings)
-		affects := []cdx.Affects{{}}
-		if v.Affects != nil && len(*v.Affects) > 0 {
-			affects = *v.Affects
-		}
-		for _, a := range affects {
-			f := Finding{Key: Key{ID: v.ID, Name: a.Ref}, Severity: sev}
-			if c, ok := comps[a.Ref]; ok {
-				f.Name, f.Version, f.Type = c.Name, c.Version, purlType(c.PackageURL)
-			}
-			out = append(out, f)
-		}
+	out := make([]Finding, 0, len(fs))
+	for i := range fs {
+		f := &fs[i]
+		out = append(out, Finding{Key: Key{ID: f.ID, Name: f.Package.Name, Version: f.Package.Version, Type: f.Package.Type},
+			Severity: f.Severity.String()})
 	}
 	slices.SortFunc(out, compareFindings)
 	return slices.Compact(out)
@@ -69,31 +47,6 @@ func FindingsOf(bom *cdx.BOM) []Finding {
 func compareFindings(a, b Finding) int {
 	return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Version, b.Version),
 		cmp.Compare(a.Type, b.Type), cmp.Compare(a.Severity, b.Severity))
-}
-
-func severity(rs *[]cdx.VulnerabilityRating) string {
-	if rs != nil {
-		for _, r := range *rs {
-			switch s := strings.ToLower(string(r.Severity)); s {
-			case "critical", "high", "medium", "low", "negligible":
-				return s
-			case "none", "info":
-				return "negligible"
-			}
-		}
-	}
-	return "unknown"
-}
-
-func purlType(purl string) string {
-	if purl == "" {
-		return ""
-	}
-	p, err := packageurl.FromString(purl)
-	if err != nil {
-		return ""
-	}
-	return p.Type
 }
 
 // SameFindings reports whether a and b (as FindingsOf returns them) hold
