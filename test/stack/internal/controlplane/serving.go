@@ -1,22 +1,19 @@
 package controlplane
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/pki"
 )
 
 // serviceNames are the names in-cluster clients dial the API server by
@@ -57,40 +54,16 @@ func serveOn(env *envtest.Environment, dir string, address, serviceIP net.IP) er
 // and serviceNames) and sa-signer.crt/.key, the names envtest passes to
 // kube-apiserver, and returns the CA certificate (PEM).
 func writeServingCerts(dir string, ips []net.IP) ([]byte, error) {
-	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "crowsnest-stack-apiserver-ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(7 * 24 * time.Hour),
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, BasicConstraintsValid: true, IsCA: true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pki.NewCA("crowsnest-stack-apiserver-ca")
 	if err != nil {
 		return nil, err
 	}
 	serving := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(7 * 24 * time.Hour),
+		Subject:  pkix.Name{CommonName: "kube-apiserver"},
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		IPAddresses: ips, DNSNames: serviceNames,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, serving, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
+	if err := ca.Issue(serving, filepath.Join(dir, "apiserver.crt"), filepath.Join(dir, "apiserver.key")); err != nil {
 		return nil, err
 	}
 	// Service-account tokens are signed with RS256, as most clusters do.
@@ -102,18 +75,13 @@ func writeServingCerts(dir string, ips []net.IP) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	for name, block := range map[string]*pem.Block{
-		"apiserver.crt": {Type: "CERTIFICATE", Bytes: der},
-		"apiserver.key": {Type: "EC PRIVATE KEY", Bytes: keyDER},
-		"sa-signer.crt": {Type: "PUBLIC KEY", Bytes: saPub},
-		"sa-signer.key": {Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(saKey)},
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(block), 0o600); err != nil {
-			return nil, err
-		}
+	if err := pki.WritePEM(filepath.Join(dir, "sa-signer.crt"), "PUBLIC KEY", saPub); err != nil {
+		return nil, err
 	}
-	return caPEM, nil
+	if err := pki.WritePEM(filepath.Join(dir, "sa-signer.key"), "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey)); err != nil {
+		return nil, err
+	}
+	return ca.PEM(), nil
 }
 
 func freePortOn(ip net.IP) (int, error) {
