@@ -320,7 +320,8 @@ func (r *Reconciler) admit(ctx context.Context, owner types.NamespacedName, p *p
 // whose claim was released before the claim was taken is in the cache.
 func (r *Reconciler) runningElsewhere(ctx context.Context, s *crowsnestv1alpha1.Scanner, digest string) (string, error) {
 	var list batchv1.JobList
-	if err := r.List(ctx, &list, client.MatchingLabels{scanjob.LabelDigestHash: scanjob.DigestHash(digest)}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.List(ctx, &list, client.MatchingFields{jobDigestField: digest}, client.MatchingLabels{scanjob.LabelDigestHash: scanjob.DigestHash(digest)},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return "", fmt.Errorf("list scan jobs of %s: %w", digest, err)
 	}
 	for i := range list.Items {
@@ -336,12 +337,13 @@ func (r *Reconciler) runningElsewhere(ctx context.Context, s *crowsnestv1alpha1.
 }
 
 // runningJobs maps the digest of every running scan Job in the cache to the
-// Scanner it runs for. The budget calls it under its lock, so that no claim
-// is released between this read and the decision it feeds.
+// Scanner it runs for, reading the running ones alone (jobActiveField). The
+// budget calls it under its lock, so that no claim is released between this
+// read and the decision it feeds.
 func (r *Reconciler) runningJobs(ctx context.Context) map[string]types.NamespacedName {
 	var list batchv1.JobList
 	running := map[string]types.NamespacedName{}
-	if err := r.List(ctx, &list, client.HasLabels{scanjob.LabelDigestHash}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.List(ctx, &list, client.MatchingFields{jobActiveField: "true"}, client.HasLabels{scanjob.LabelDigestHash}, client.UnsafeDisableDeepCopy); err != nil {
 		return running // the cache does not fail a list of a cached kind
 	}
 	for i := range list.Items {

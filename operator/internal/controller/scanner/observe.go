@@ -33,7 +33,7 @@ func (r *Reconciler) observe(ctx context.Context, s *crowsnestv1alpha1.Scanner) 
 	// The cache's Pods are read in place, never copied: at 100,000 Pods a
 	// copy per reconcile was most of the operator's garbage.
 	inv := discovery.Collect(r.pods.InNamespace(s.Namespace), s.Spec.EffectiveIgnoreLabel())
-	jobs, elsewhere, foreign, err := r.observeJobs(ctx, s)
+	jobs, elsewhere, foreign, err := r.observeJobs(ctx, s, inv.Targets)
 	if err != nil {
 		return observation{}, err
 	}
@@ -88,41 +88,36 @@ func (r *Reconciler) observe(ctx context.Context, s *crowsnestv1alpha1.Scanner) 
 // observeJobs reads the scan Jobs from the cache: the Scanner's own (those
 // being deleted included: a Job's finalizer keeps it until its outcome is
 // recorded and delivered and it is replaced or retired), the Jobs other
-// Scanners run for the same digests (elsewhere). A recorded outcome wins over the
-// Job's conditions, so a decision once recorded (ReportMissing on a Job that
-// succeeded, say) holds. Jobs created a moment ago that the cache does not
-// show yet are the budget's claims (scanbudget).
-func (r *Reconciler) observeJobs(ctx context.Context, s *crowsnestv1alpha1.Scanner) (jobs, elsewhere map[string]*scanJob, foreign []*batchv1.Job, err error) {
-	var list batchv1.JobList
-	if err := r.List(ctx, &list, client.HasLabels{scanjob.LabelDigestHash}, client.UnsafeDisableDeepCopy); err != nil {
+// Scanners run for the digests of targets (elsewhere). A recorded outcome
+// wins over the Job's conditions, so a decision once recorded
+// (ReportMissing on a Job that succeeded, say) holds. Jobs created a moment
+// ago that the cache does not show yet are the budget's claims
+// (scanbudget). It reads those Jobs alone, through the cache's field
+// indexes (jobcache.go): a reconcile costs the Jobs it is about, not every
+// scan Job of the cluster.
+func (r *Reconciler) observeJobs(ctx context.Context, s *crowsnestv1alpha1.Scanner, targets map[string]*discovery.Target) (jobs, elsewhere map[string]*scanJob, foreign []*batchv1.Job, err error) {
+	var own batchv1.JobList
+	if err := r.List(ctx, &own, client.InNamespace(s.Namespace), client.MatchingFields{jobScannerField: s.Name},
+		client.HasLabels{scanjob.LabelDigestHash}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, nil, fmt.Errorf("list scan jobs: %w", err)
 	}
-	jobs, elsewhere = map[string]*scanJob{}, map[string]*scanJob{}
-	for i := range list.Items {
-		job := &list.Items[i]
+	jobs = map[string]*scanJob{}
+	for i := range own.Items {
+		job := &own.Items[i]
 		digest := job.Annotations[scanjob.AnnotationDigest]
 		if discovery.ValidDigest(digest) != nil {
 			continue
 		}
-		mine := job.Namespace == s.Namespace && job.Labels[scanjob.LabelScanner] == s.Name
-		if mine {
-			if owner := metav1.GetControllerOf(job); owner == nil || owner.UID != s.UID {
-				foreign = append(foreign, job.DeepCopy())
-				continue
-			}
+		if owner := metav1.GetControllerOf(job); owner == nil || owner.UID != s.UID {
+			// Labelled with this Scanner's name but controlled by another
+			// object (an earlier Scanner of the same name).
+			foreign = append(foreign, job.DeepCopy())
+			continue
+		}
+		if jobs[digest] != nil {
+			continue
 		}
 		j := readJob(job)
-		switch {
-		case !mine:
-			// Another Scanner's: the oldest Job of a digest speaks for it,
-			// and an active one wins over a finished one.
-			if e := elsewhere[digest]; e == nil || (e.result.phase != jobActive && j.result.phase == jobActive) {
-				elsewhere[digest] = j
-			}
-			continue
-		case jobs[digest] != nil:
-			continue
-		}
 		// The cache's objects are shared: the Job is copied before the
 		// reconcile annotates it.
 		j.job = job.DeepCopy()
@@ -134,6 +129,25 @@ func (r *Reconciler) observeJobs(ctx context.Context, s *crowsnestv1alpha1.Scann
 			j.result = jobOutcome(job, pods.Items)
 		}
 		jobs[digest] = j
+	}
+	elsewhere = map[string]*scanJob{}
+	for digest := range targets {
+		var list batchv1.JobList
+		if err := r.List(ctx, &list, client.MatchingFields{jobDigestField: digest}, client.HasLabels{scanjob.LabelDigestHash}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, nil, nil, fmt.Errorf("list scan jobs of %s: %w", digest, err)
+		}
+		for i := range list.Items {
+			job := &list.Items[i]
+			if job.Namespace == s.Namespace && job.Labels[scanjob.LabelScanner] == s.Name {
+				continue // this Scanner's own (above)
+			}
+			// Another Scanner's: the oldest Job of a digest speaks for it,
+			// and an active one wins over a finished one.
+			j := readJob(job)
+			if e := elsewhere[digest]; e == nil || (e.result.phase != jobActive && j.result.phase == jobActive) {
+				elsewhere[digest] = j
+			}
+		}
 	}
 	return jobs, elsewhere, foreign, nil
 }

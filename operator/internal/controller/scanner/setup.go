@@ -35,8 +35,8 @@ import (
 )
 
 // CacheOptions keeps the informer caches small: Pods are trimmed by
-// discovery.TransformPod, only the operator's own Jobs are cached, and
-// managedFields are dropped everywhere. With namespaces, every informer
+// discovery.TransformPod, only the operator's own Jobs are cached, trimmed
+// by TransformJob, and managedFields are dropped everywhere. With namespaces, every informer
 // lists and watches only those (so Roles there suffice); without, the whole
 // cluster (a ClusterRole). Pass Options.WatchNamespaces.
 func CacheOptions(namespaces ...string) cache.Options {
@@ -58,7 +58,7 @@ func CacheOptions(namespaces ...string) cache.Options {
 			},
 			&batchv1.Job{}: {
 				Label:     labels.SelectorFromSet(labels.Set{scanjob.LabelManagedBy: scanjob.ManagedBy}),
-				Transform: cache.TransformStripManagedFields(),
+				Transform: TransformJob,
 			},
 		},
 	}
@@ -100,6 +100,9 @@ func Setup(mgr ctrl.Manager, deps Deps) error {
 	}
 	if err := mgr.Add(pods); err != nil {
 		return fmt.Errorf("add pod cache: %w", err)
+	}
+	if err := indexJobs(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("set up scanner controller: %w", err)
 	}
 	r := newReconciler(mgr, deps)
 	r.pods = pods
@@ -143,7 +146,7 @@ func setupInventory(mgr ctrl.Manager, pods *podcache.Cache, p bus.Publisher, o O
 // newReconciler builds the reconciler on mgr's clients.
 func newReconciler(mgr ctrl.Manager, deps Deps) *Reconciler {
 	r := &Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("crowsnest-operator"),
+		Client: noJobUpdates{mgr.GetClient()}, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("crowsnest-operator"),
 		Lookup: deps.Lookup, Publisher: deps.Publisher, Options: deps.Options, Now: deps.Now,
 	}
 	if r.Publisher == nil {
