@@ -91,11 +91,15 @@ func (c *Budget) Claimed(digest string, owner types.NamespacedName) bool {
 // among them count as running too. Free slots go round-robin to the waiting
 // Scanners, oldest-waiting first, so one busy namespace cannot starve the
 // others, and Scanners whose share is free are woken. A digest another
-// Scanner claimed is skipped. With no cap every unclaimed digest is admitted.
+// Scanner claimed is skipped. With no cap every unclaimed digest is
+// admitted, and running is not called (it reads every running Job).
 func (c *Budget) Admit(owner types.NamespacedName, want []Request, running func() map[string]types.NamespacedName) []string {
 	c.mu.Lock()
 	now := c.now()
-	active := running()
+	var active map[string]types.NamespacedName
+	if c.cap > 0 {
+		active = running()
+	}
 	inUse := len(active)
 	byOwner := map[types.NamespacedName]int{}
 	for _, o := range active {

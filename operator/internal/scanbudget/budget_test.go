@@ -208,3 +208,17 @@ func TestRescanRateLimit(t *testing.T) {
 		t.Fatal("no rescan a second later")
 	}
 }
+
+// TestAdmitWithoutCapReadsNoRunningJobs: with no cluster-wide cap the
+// running Jobs change nothing, so Admit does not read them (reading them
+// visits every running scan Job of the cluster).
+func TestAdmitWithoutCapReadsNoRunningJobs(t *testing.T) {
+	b := New(time.Now, 0, 0, func(types.NamespacedName) {})
+	got := b.Admit(key("self"), []Request{{Digest: "a", Job: key("job-a")}}, func() map[string]types.NamespacedName {
+		t.Error("running Jobs read without a cap")
+		return nil
+	})
+	if !slices.Equal(got, []string{"a"}) {
+		t.Errorf("admitted %v, want [a]", got)
+	}
+}

@@ -29,14 +29,17 @@ import (
 
 // benchFleetDigests are the digests the benchmark Scanner's Pods run; the
 // first fleetOverlap of them also have a running Job of another Scanner.
+// fleetRunning of the fleet's Jobs run, as many as the cluster-wide cap
+// (--max-concurrent-scans) the benchmark sets allows.
 const (
 	benchFleetDigests = 20
 	fleetOverlap      = 10
+	fleetRunning      = 50
 )
 
 // fleetJobSizes are the scan Job counts BenchmarkJobCache runs at:
 // CROWSNEST_BENCH_JOBS (comma-separated, ascending), else 1,000 and 5,000,
-// or 100 with CROWSNEST_BENCH_SMOKE.
+// or 1,000 alone with CROWSNEST_BENCH_SMOKE.
 func fleetJobSizes(b *testing.B) []int {
 	v := os.Getenv("CROWSNEST_BENCH_JOBS")
 	switch {
@@ -44,23 +47,24 @@ func fleetJobSizes(b *testing.B) []int {
 		var sizes []int
 		for _, f := range strings.Split(v, ",") {
 			n, err := strconv.Atoi(f)
-			if err != nil || n < fleetOverlap*10 || (len(sizes) > 0 && n <= sizes[len(sizes)-1]) {
-				b.Fatalf("CROWSNEST_BENCH_JOBS=%q: want ascending counts of at least %d", v, fleetOverlap*10)
+			if err != nil || n < fleetRunning*20 || (len(sizes) > 0 && n <= sizes[len(sizes)-1]) {
+				b.Fatalf("CROWSNEST_BENCH_JOBS=%q: want ascending counts of at least %d", v, fleetRunning*20)
 			}
 			sizes = append(sizes, n)
 		}
 		return sizes
 	case os.Getenv("CROWSNEST_BENCH_SMOKE") != "":
-		return []int{100}
+		return []int{fleetRunning * 20}
 	}
 	return []int{1000, 5000}
 }
 
 // BenchmarkJobCache measures what the fleet's scan Jobs cost one Scanner's
 // reconcile and the operator's memory: n scan Jobs of other Scanners in
-// four namespaces (one in ten running, the rest failed with their outcome
-// recorded, as Jobs kept for a retry are), and a Scanner whose 20 Pods'
-// digests all have reports, ten of them with a running Job elsewhere. Per
+// four namespaces (50 running, as many as the cluster-wide cap the
+// benchmark sets; the rest failed with their outcome recorded, as Jobs kept
+// for a retry are), and a Scanner whose 20 Pods' digests all have reports,
+// ten of them with a running Job elsewhere. Per
 // reconcile it reports the Jobs the reconciler read from the cache
 // (jobs-read/op, a counter with no noise) and the allocations
 // (-benchmem); per Job, the heap of an informer holding only the Jobs with
@@ -93,6 +97,7 @@ func benchJobCache(b *testing.B, ctx context.Context, ns string, fleet []string,
 	perJob, full, cached := jobCacheSize(b, fleet, n)
 	opts := testOptions()
 	opts.WatchNamespaces = append([]string{ns}, fleet...)
+	opts.MaxConcurrentScans = fleetRunning
 	op := startOperator(b, ns, api.URL, "", opts)
 	eventually(b, 2*time.Minute, "scanner sees every digest scanned", func() error {
 		if st := getScanner(b, ns).Status; st.Images != benchFleetDigests || st.Scanned != benchFleetDigests {
@@ -191,14 +196,15 @@ func fleetJobName(i int) string { return fmt.Sprintf("scan-fleet-%05d", i) }
 
 // createFleetJob creates the i-th Job of another Scanner ("fleet") as the
 // operator builds it, without owner or finalizer (no Scanner exists to own
-// it): one in ten running (the first fleetOverlap of those for the
-// benchmark Scanner's digests), the rest failed with their outcome recorded.
+// it): every 20th of the first fleetRunning×20 runs (the first fleetOverlap
+// of those for the benchmark Scanner's digests), the rest failed with their
+// outcome recorded.
 func createFleetJob(b *testing.B, fleet []string, i int) {
 	ns := fleet[i%len(fleet)]
 	digest := testDigest(100000 + i)
-	running := i%10 == 0
-	if running && i/10 < fleetOverlap {
-		digest = testDigest(5000 + i/10)
+	running := i%20 == 0 && i/20 < fleetRunning
+	if running && i/20 < fleetOverlap {
+		digest = testDigest(5000 + i/20)
 	}
 	s := &crowsnestv1alpha1.Scanner{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet", UID: "0"}}
 	job := scanjob.Build(scanjob.Params{Scanner: s, Digest: digest, Image: "ghcr.io/fleet/app@" + digest, Attempt: 1, Reason: "New",
