@@ -36,9 +36,10 @@ import (
 
 // CacheOptions keeps the informer caches small: Pods are trimmed by
 // discovery.TransformPod, only the operator's own Jobs are cached, trimmed
-// by TransformJob, and managedFields are dropped everywhere. With namespaces, every informer
-// lists and watches only those (so Roles there suffice); without, the whole
-// cluster (a ClusterRole). Pass Options.WatchNamespaces.
+// by TransformJob, and managedFields are dropped everywhere. With
+// namespaces, every informer lists and watches only those (so Roles there
+// suffice); without, the whole cluster (a ClusterRole). Pass
+// Options.WatchNamespaces.
 func CacheOptions(namespaces ...string) cache.Options {
 	var byNamespace map[string]cache.Config
 	if len(namespaces) > 0 {
