@@ -31,6 +31,8 @@ function change(extra: Partial<Change> = {}): Change {
     resolvedCounts: zero,
     new: [finding('CVE-2026-0001', 'medium')],
     resolved: [],
+    kevAddedCount: 0,
+    kevAdded: [],
     truncated: false,
     ...extra,
   };
