@@ -90,7 +90,8 @@ func NewChange(c *report.Change) Change {
 	return Change{Id: c.ID, Digest: c.Digest, Image: c.Image, Cause: cause(c.Cause), DbBuilt: c.DBBuilt,
 		DbSchema: optString(c.DBSchema), ChangedAt: c.ChangedAt, Baseline: c.Baseline,
 		NewCounts: NewSeverityCounts(c.NewCounts), ResolvedCounts: NewSeverityCounts(c.ResolvedCounts),
-		New: newChangedFindings(c.New), Resolved: newChangedFindings(c.Resolved), Truncated: c.Truncated}
+		KevAddedCount: c.KEVAddedCount, New: newChangedFindings(c.New), Resolved: newChangedFindings(c.Resolved),
+		KevAdded: newChangedFindings(c.KEVAdded), Truncated: c.Truncated}
 }
 
 func newChangedFindings(fs []report.ChangedFinding) []ChangedFinding {
@@ -101,6 +102,13 @@ func newChangedFindings(fs []report.ChangedFinding) []ChangedFinding {
 		if len(f.FixedIn) > 0 {
 			fixed := f.FixedIn
 			out[i].FixedIn = &fixed
+		}
+		if f.Risk.KEV {
+			out[i].Kev = &f.Risk.KEV
+		}
+		if f.Risk.Rated() {
+			score := f.Risk.Score
+			out[i].Epss, out[i].Risk = f.Risk.EPSS, &score
 		}
 	}
 	return out

@@ -309,7 +309,13 @@ type Change struct {
 	Id     int64  `json:"id"`
 	Image  string `json:"image"`
 
-	// New New findings, worst first; at most 200.
+	// KevAdded Findings newly listed in CISA KEV (in both reports, not KEV-listed before), worst first; at most 200.
+	KevAdded []ChangedFinding `json:"kevAdded"`
+
+	// KevAddedCount Findings of both reports that the new one lists in CISA KEV and the one before did not.
+	KevAddedCount int `json:"kevAddedCount"`
+
+	// New New findings, worst first (KEV-listed first within a severity); at most 200.
 	New       []ChangedFinding `json:"new"`
 	NewCounts SeverityCounts   `json:"newCounts"`
 
@@ -329,14 +335,24 @@ type ChangeList struct {
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
-// ChangedFinding A finding new in, or resolved by, a report; keyed by (id, package name, version, type).
+// ChangedFinding A finding new in, or resolved by, a report, or newly listed in CISA KEV;
+// keyed by (id, package name, version, type). kev, epss and risk are its
+// risk data in that report (a resolved finding: in the report before).
 type ChangedFinding struct {
+	// Epss EPSS probability; absent when the DB has no score.
+	Epss    *float64  `json:"epss,omitempty"`
 	FixedIn *[]string `json:"fixedIn,omitempty"`
 
 	// Id Example: CVE-2024-1234
-	Id       string         `json:"id"`
-	Package  ChangedPackage `json:"package"`
-	Severity Severity       `json:"severity"`
+	Id string `json:"id"`
+
+	// Kev Listed in CISA's Known Exploited Vulnerabilities catalog; absent when not.
+	Kev     *bool          `json:"kev,omitempty"`
+	Package ChangedPackage `json:"package"`
+
+	// Risk Grype's risk score; absent without an EPSS score or KEV listing.
+	Risk     *float64 `json:"risk,omitempty"`
+	Severity Severity `json:"severity"`
 }
 
 // ChangedPackage defines model for ChangedPackage.
@@ -409,8 +425,9 @@ type Finding struct {
 }
 
 // FindingsChanged Payload of crowsnest.findings.changed (events/v1 FindingsChanged). A
-// baseline has counts only; otherwise new and resolved list at most 100
-// findings each, and truncated with changesPath says where the rest are.
+// baseline has counts only; otherwise new, resolved and kevAdded list at
+// most 100 findings each (kevAddedCount counts the KEV-added ones), and
+// truncated with changesPath says where the rest are.
 type FindingsChanged struct {
 	Baseline bool `json:"baseline"`
 
@@ -429,6 +446,8 @@ type FindingsChanged struct {
 	// Digest Example: sha256:3f1e1d9c5b7a2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6c8d0e2f
 	Digest         Digest            `json:"digest"`
 	Image          string            `json:"image"`
+	KevAdded       *[]ChangedFinding `json:"kevAdded,omitempty"`
+	KevAddedCount  *int              `json:"kevAddedCount,omitempty"`
 	New            *[]ChangedFinding `json:"new,omitempty"`
 	NewCounts      SeverityCounts    `json:"newCounts"`
 	Resolved       *[]ChangedFinding `json:"resolved,omitempty"`
@@ -823,7 +842,7 @@ type ListChangesParams struct {
 	// Since Only changes at or after this time (RFC 3339).
 	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
 
-	// MinSeverity Only changes with a new or resolved finding of this severity or worse.
+	// MinSeverity Only changes with a new, resolved or KEV-added finding of this severity or worse.
 	MinSeverity *Severity `form:"minSeverity,omitempty" json:"minSeverity,omitempty"`
 	Cause       *Cause    `form:"cause,omitempty" json:"cause,omitempty"`
 }

@@ -251,4 +251,29 @@ describe('changes against a real results-api', { timeout: 300_000 }, () => {
     const cards = page.locator('article[data-change-id]');
     await until(async () => (await cards.count()) === feed.items.length, `${feed.items.length} changes`);
   });
+
+  it('shows a finding newly listed in CISA KEV as a change of its own, once', async () => {
+    const digest = syntheticDigest('changes-kev');
+    const image = `crowsnest.dev/demo/kev@${digest}`;
+    const listed = structuredClone(B.bom);
+    const v = listed.vulnerabilities.find((x) => x.id === bMed1);
+    v.ratings = [...(v.ratings ?? []), { source: { name: 'CISA KEV Catalog' }, method: 'other', justification: 'Listed in CISA KEV' }];
+    const body = Buffer.from(JSON.stringify(listed));
+    await putReport(api, digest, image, B.raw);
+    await putReport(api, digest, image, body);
+    await putReport(api, digest, image, Buffer.from(JSON.stringify(listed, null, 1))); // the same findings again
+    const items = await history(digest);
+    assert.equal(items.length, 2, 'a baseline and one KEV change');
+    const [k] = items;
+    assert.equal(k.kevAddedCount, 1);
+    assert.deepEqual(k.kevAdded.map((f) => [f.id, f.kev]), [[bMed1, true]]);
+    assert.deepEqual([k.new, k.resolved], [[], []]);
+
+    await page.goto(`${api.base}/changes`);
+    const c = card(k.id);
+    await c.waitFor();
+    assert.match(await c.getByTestId('kev-added-count').innerText(), /Newly in CISA KEV\s*1/);
+    assert.deepEqual(await rowIds(c.getByTestId('kev-added-findings')), [bMed1]);
+    assert.equal(await c.getByTestId('new-findings').count(), 0);
+  });
 });

@@ -17,9 +17,9 @@ const (
 	CauseRematch Cause = "rematch"
 )
 
-// MaxChangedFindings caps each of FindingsChanged.New and
-// FindingsChanged.Resolved; the full lists are served by the REST API at
-// ChangesPath.
+// MaxChangedFindings caps each of FindingsChanged.New,
+// FindingsChanged.Resolved and FindingsChanged.KEVAdded; the full lists are
+// served by the REST API at ChangesPath.
 const MaxChangedFindings = 100
 
 // ChangedPackage is the affected package of a changed finding. A finding
@@ -32,13 +32,22 @@ type ChangedPackage struct {
 }
 
 // ChangedFinding is a finding that appeared in (new) or disappeared from
-// (resolved) a digest's report.
+// (resolved) a digest's report, or that was newly listed in CISA's Known
+// Exploited Vulnerabilities catalog (kevAdded).
 type ChangedFinding struct {
 	ID       string         `json:"id"`       // vulnerability id, e.g. CVE-2026-1234
 	Severity string         `json:"severity"` // critical|high|medium|low|negligible|unknown
 	Package  ChangedPackage `json:"package"`
 	// FixedIn lists the versions that fix it, when known.
 	FixedIn []string `json:"fixedIn,omitempty"`
+	// KEV is true when the finding is listed in CISA's KEV catalog.
+	KEV bool `json:"kev,omitempty"`
+	// EPSS is the finding's EPSS probability in [0, 1], when the
+	// vulnerability DB has one.
+	EPSS *float64 `json:"epss,omitempty"`
+	// Risk is Grype's risk score in [0, 100], when the finding has an EPSS
+	// score or a KEV listing.
+	Risk *float64 `json:"risk,omitempty"`
 }
 
 // FindingsChanged is published by results-api on crowsnest.findings.changed
@@ -48,7 +57,9 @@ type ChangedFinding struct {
 //
 // The first report of a digest is a baseline: Baseline is true, NewCounts
 // counts its findings and no finding is listed. A later report that keeps
-// exactly the same finding keys publishes nothing.
+// exactly the same finding keys publishes nothing, unless one of them was
+// not KEV-listed before and is now (KEVAdded): a vulnerability DB update
+// that adds a CISA KEV listing to a finding is a change, once.
 type FindingsChanged struct {
 	// ChangeID is the change's id in the REST API
 	// (GET /api/v1/reports/{digest}/changes).
@@ -68,6 +79,11 @@ type FindingsChanged struct {
 	// MaxChangedFindings each; absent on a baseline.
 	New      []ChangedFinding `json:"new,omitempty"`
 	Resolved []ChangedFinding `json:"resolved,omitempty"`
+	// KEVAdded lists findings that were in the previous report without a
+	// KEV listing and are KEV-listed now, worst first, at most
+	// MaxChangedFindings; KEVAddedCount counts them all.
+	KEVAdded      []ChangedFinding `json:"kevAdded,omitempty"`
+	KEVAddedCount int              `json:"kevAddedCount,omitempty"`
 	// Truncated is true when a list was cut at MaxChangedFindings;
 	// ChangesPath (set only then) is the API path that lists them all.
 	Truncated   bool   `json:"truncated,omitempty"`

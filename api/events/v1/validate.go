@@ -168,8 +168,11 @@ func validPayload(subject string, ev Event) error {
 		var p FindingsChanged
 		err = json.Unmarshal(ev.Data, &p)
 		digest = p.Digest
-		if err == nil && (len(p.New) > MaxChangedFindings || len(p.Resolved) > MaxChangedFindings) {
-			return invalid(ReasonPayload, "more than %d new or resolved findings listed", MaxChangedFindings)
+		if err == nil && (len(p.New) > MaxChangedFindings || len(p.Resolved) > MaxChangedFindings || len(p.KEVAdded) > MaxChangedFindings) {
+			return invalid(ReasonPayload, "more than %d new, resolved or KEV-added findings listed", MaxChangedFindings)
+		}
+		if err == nil && p.KEVAddedCount < len(p.KEVAdded) {
+			return invalid(ReasonPayload, "kevAddedCount %d is less than the %d KEV-added findings listed", p.KEVAddedCount, len(p.KEVAdded))
 		}
 	case SubjectVulnDBUpdated, SubjectRematchDone:
 		return validMatcherPayload(subject, ev.Data)

@@ -125,6 +125,13 @@ func TestValidateRejects(t *testing.T) {
 		{"findings.changed list over the cap", eventsv1.SubjectFindingsChanged, func(e *eventsv1.Event) {
 			e.Data = data(eventsv1.FindingsChanged{Digest: digest, New: make([]eventsv1.ChangedFinding, eventsv1.MaxChangedFindings+1)})
 		}, eventsv1.ReasonPayload},
+		{"findings.changed kevAdded over the cap", eventsv1.SubjectFindingsChanged, func(e *eventsv1.Event) {
+			e.Data = data(eventsv1.FindingsChanged{Digest: digest, KEVAdded: make([]eventsv1.ChangedFinding, eventsv1.MaxChangedFindings+1),
+				KEVAddedCount: eventsv1.MaxChangedFindings + 1})
+		}, eventsv1.ReasonPayload},
+		{"findings.changed kevAddedCount below its list", eventsv1.SubjectFindingsChanged, func(e *eventsv1.Event) {
+			e.Data = data(eventsv1.FindingsChanged{Digest: digest, KEVAdded: make([]eventsv1.ChangedFinding, 2), KEVAddedCount: 1})
+		}, eventsv1.ReasonPayload},
 		{"vulndb.updated from results-api", eventsv1.SubjectVulnDBUpdated, func(e *eventsv1.Event) { e.Source = eventsv1.SourceResultsAPI }, eventsv1.ReasonSource},
 		{"vulndb.updated without build time", eventsv1.SubjectVulnDBUpdated, func(e *eventsv1.Event) { e.Data = data(eventsv1.VulnDBUpdated{Schema: "v6.0.2"}) }, eventsv1.ReasonPayload},
 		{"rematch.done without build time", eventsv1.SubjectRematchDone, func(e *eventsv1.Event) { e.Data = data(eventsv1.RematchDone{ReportsTotal: 1}) }, eventsv1.ReasonPayload},

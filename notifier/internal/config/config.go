@@ -88,7 +88,13 @@ type Route struct {
 	Causes []string `json:"causes,omitempty"`
 	// FixableOnly notifies only findings with a known fixed-in version.
 	FixableOnly bool `json:"fixableOnly,omitempty"`
-	// Kinds are the notifications of the route (default new, running,
+	// KEV notifies only findings listed in CISA's Known Exploited
+	// Vulnerabilities catalog.
+	KEV bool `json:"kev,omitempty"`
+	// MinEPSS, when set, notifies only findings with an EPSS score at or
+	// above it (0 to 1); a finding without a score does not match.
+	MinEPSS *float64 `json:"minEpss,omitempty"`
+	// Kinds are the notifications of the route (default new, kev, running,
 	// scanFailures; resolved is opt-in).
 	Kinds []string `json:"kinds,omitempty"`
 	// GroupWait is the debounce window: what the route collects in it goes
@@ -108,6 +114,7 @@ type ScanFailures struct {
 // Notification kinds.
 const (
 	KindNew          = "new"          // a new finding at or above MinSeverity in a running image
+	KindKEV          = "kev"          // a finding of a running image newly listed in CISA KEV
 	KindRunning      = "running"      // a newly running workload whose image has critical findings
 	KindResolved     = "resolved"     // a resolved critical finding
 	KindScanFailures = "scanFailures" // scans failing repeatedly in a namespace
@@ -272,17 +279,21 @@ func (r *Route) check() []error {
 	if Rank(r.MinSeverity) < 0 {
 		errs = append(errs, fmt.Errorf("minSeverity %q: want one of %s", r.MinSeverity, strings.Join(Severities, ", ")))
 	}
+	// Written so that NaN fails too.
+	if r.MinEPSS != nil && !(*r.MinEPSS >= 0 && *r.MinEPSS <= 1) {
+		errs = append(errs, fmt.Errorf("minEpss %v: want an EPSS probability from 0 to 1", *r.MinEPSS))
+	}
 	for _, c := range r.Causes {
 		if c != "scan" && c != "rescan" && c != "rematch" {
 			errs = append(errs, fmt.Errorf("causes: %q: want scan, rescan or rematch", c))
 		}
 	}
 	if len(r.Kinds) == 0 {
-		r.Kinds = []string{KindNew, KindRunning, KindScanFailures}
+		r.Kinds = []string{KindNew, KindKEV, KindRunning, KindScanFailures}
 	}
 	for _, k := range r.Kinds {
-		if k != KindNew && k != KindRunning && k != KindResolved && k != KindScanFailures {
-			errs = append(errs, fmt.Errorf("kinds: %q: want new, running, resolved or scanFailures", k))
+		if k != KindNew && k != KindKEV && k != KindRunning && k != KindResolved && k != KindScanFailures {
+			errs = append(errs, fmt.Errorf("kinds: %q: want new, kev, running, resolved or scanFailures", k))
 		}
 	}
 	if r.GroupWait == 0 {

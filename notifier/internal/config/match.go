@@ -30,11 +30,26 @@ func (r *Route) MatchCause(cause string) bool {
 	return len(r.Causes) == 0 || slices.Contains(r.Causes, cause)
 }
 
-// MatchFinding reports whether a finding of this severity (and fix) is
-// notified by the route.
-func (r *Route) MatchFinding(severity string, fixable bool) bool {
-	return Rank(severity) >= Rank(r.MinSeverity) && (fixable || !r.FixableOnly)
+// Finding is what a route matches a finding on.
+type Finding struct {
+	Severity string
+	Fixable  bool     // a fixed-in version is known
+	KEV      bool     // listed in CISA KEV
+	EPSS     *float64 // EPSS probability; nil when the DB has none
 }
+
+// MatchFinding reports whether the route notifies the finding: at or
+// above its severity, and fixable, KEV-listed and at or above its EPSS
+// score when it asks for them.
+func (r *Route) MatchFinding(f Finding) bool {
+	return Rank(f.Severity) >= Rank(r.MinSeverity) && (f.Fixable || !r.FixableOnly) && (f.KEV || !r.KEV) &&
+		(r.MinEPSS == nil || f.EPSS != nil && *f.EPSS >= *r.MinEPSS)
+}
+
+// FiltersFindings reports whether the route selects findings by more than
+// severity (fix, KEV, EPSS): counts alone, as a first scan sends, cannot
+// tell whether any finding matches.
+func (r *Route) FiltersFindings() bool { return r.FixableOnly || r.KEV || r.MinEPSS != nil }
 
 // Receiver returns the named receiver.
 func (c *Config) Receiver(name string) *Receiver {

@@ -20,14 +20,21 @@ type routed struct {
 }
 
 func finding(f eventsv1.ChangedFinding) state.Finding {
-	return state.Finding{ID: f.ID, Severity: f.Severity, Package: f.Package.Name, Version: f.Package.Version, FixedIn: f.FixedIn}
+	return state.Finding{ID: f.ID, Severity: f.Severity, Package: f.Package.Name, Version: f.Package.Version, FixedIn: f.FixedIn,
+		KEV: f.KEV, EPSS: f.EPSS}
+}
+
+// matches reports whether route r notifies finding f.
+func matches(r *config.Route, f state.Finding) bool {
+	return r.MatchFinding(config.Finding{Severity: f.Severity, Fixable: len(f.FixedIn) > 0, KEV: f.KEV, EPSS: f.EPSS})
 }
 
 func itemKey(parts ...string) string { return strings.Join(parts, "|") }
 
 // findingsItems decides what a findings.changed says to each route: the
-// new findings (or, for a first scan, the counts) at or above the route's
-// severity in every namespace that runs the digest, and resolved criticals.
+// new findings (or, for a first scan, the counts) the route matches in
+// every namespace that runs the digest, the findings it matches that were
+// newly listed in CISA KEV, and resolved criticals.
 func findingsItems(cfg *config.Config, ev eventsv1.Event, p eventsv1.FindingsChanged, inv map[string]*state.Namespace) []routed {
 	var out []routed
 	for _, ns := range sortedNamespaces(inv) {
@@ -48,12 +55,16 @@ func findingsItems(cfg *config.Config, ev eventsv1.Event, p eventsv1.FindingsCha
 				if p.Baseline {
 					it.Counts = countsAtLeast(p.NewCounts, r.MinSeverity)
 				}
-				for _, f := range p.New {
-					if r.MatchFinding(f.Severity, len(f.FixedIn) > 0) && len(it.Findings) < MaxListed {
-						it.Findings = append(it.Findings, finding(f))
-					}
+				it.Findings = matching(r, p.New)
+				if len(it.Findings) > 0 || len(it.Counts) > 0 && !r.FiltersFindings() {
+					it.Key = itemKey(it.Kind, ev.ID, p.Digest, ns)
+					out = append(out, routed{r.Name, it})
 				}
-				if len(it.Findings) > 0 || len(it.Counts) > 0 && !r.FixableOnly {
+			}
+			if r.Has(config.KindKEV) {
+				it := base
+				it.Kind = config.KindKEV
+				if it.Findings = matching(r, p.KEVAdded); len(it.Findings) > 0 {
 					it.Key = itemKey(it.Kind, ev.ID, p.Digest, ns)
 					out = append(out, routed{r.Name, it})
 				}
@@ -71,6 +82,17 @@ func findingsItems(cfg *config.Config, ev eventsv1.Event, p eventsv1.FindingsCha
 					out = append(out, routed{r.Name, it})
 				}
 			}
+		}
+	}
+	return out
+}
+
+// matching returns the findings of fs route r notifies, at most MaxListed.
+func matching(r *config.Route, fs []eventsv1.ChangedFinding) []state.Finding {
+	var out []state.Finding
+	for _, f := range fs {
+		if sf := finding(f); matches(r, sf) && len(out) < MaxListed {
+			out = append(out, sf)
 		}
 	}
 	return out
@@ -115,6 +137,15 @@ func applyCriticals(c state.Criticals, p eventsv1.FindingsChanged) (state.Critic
 	for _, f := range p.New {
 		if f.Severity == "critical" && len(kept) < MaxListed {
 			kept = append(kept, finding(f))
+		}
+	}
+	listed := map[string]bool{}
+	for _, f := range p.KEVAdded {
+		listed[findingKey(finding(f))] = true
+	}
+	for i := range kept {
+		if listed[findingKey(kept[i])] {
+			kept[i].KEV = true
 		}
 	}
 	c.Listed = kept
@@ -182,11 +213,11 @@ func runningItems(cfg *config.Config, ev eventsv1.Event, prev, next *state.Names
 				it.Image = next.Digests[d].Image
 			}
 			for _, f := range c.Listed {
-				if r.MatchFinding(f.Severity, len(f.FixedIn) > 0) {
+				if matches(r, f) {
 					it.Findings = append(it.Findings, f)
 				}
 			}
-			if r.FixableOnly && len(it.Findings) == 0 {
+			if r.FiltersFindings() && len(it.Findings) == 0 {
 				continue
 			}
 			if unlisted := c.Count - len(c.Listed); unlisted > 0 {

@@ -28,6 +28,7 @@ const LabelGroup = "crowsnest_group"
 
 var alertNames = map[string]string{
 	config.KindNew:          "CrowsnestNewVulnerability",
+	config.KindKEV:          "CrowsnestVulnerabilityListedInKEV",
 	config.KindRunning:      "CrowsnestVulnerableWorkloadStarted",
 	config.KindResolved:     "CrowsnestVulnerabilityResolved",
 	config.KindScanFailures: "CrowsnestScansFailing",

@@ -25,6 +25,8 @@ func Title(it state.Item) string {
 			return fmt.Sprintf("First scan of %s in %s: %s", it.Image, it.Namespace, counts(it.Counts))
 		}
 		return fmt.Sprintf("%d new %s in %s (%s)", len(it.Findings), plural(len(it.Findings), "vulnerability", "vulnerabilities"), it.Image, it.Namespace)
+	case config.KindKEV:
+		return fmt.Sprintf("%d %s in %s newly listed in CISA KEV (%s)", len(it.Findings), plural(len(it.Findings), "vulnerability", "vulnerabilities"), it.Image, it.Namespace)
 	case config.KindRunning:
 		return fmt.Sprintf("%s now runs %s with critical vulnerabilities in %s", strings.Join(it.Workloads, ", "), it.Image, it.Namespace)
 	case config.KindResolved:
@@ -44,7 +46,14 @@ func Lines(it state.Item) []string {
 		if len(f.FixedIn) > 0 {
 			fix = "fixed in " + strings.Join(f.FixedIn, ", ")
 		}
-		out = append(out, fmt.Sprintf("%s (%s) in %s %s, %s", f.ID, f.Severity, f.Package, f.Version, fix))
+		risk := ""
+		if f.KEV {
+			risk += ", in CISA KEV"
+		}
+		if f.EPSS != nil {
+			risk += fmt.Sprintf(", EPSS %.1f%%", *f.EPSS*100)
+		}
+		out = append(out, fmt.Sprintf("%s (%s) in %s %s, %s%s", f.ID, f.Severity, f.Package, f.Version, fix, risk))
 	}
 	if len(it.Counts) > 0 && it.Kind != config.KindNew || len(it.Findings) > 0 && len(it.Counts) > 0 {
 		out = append(out, "in all: "+counts(it.Counts))

@@ -9,6 +9,8 @@ type Finding struct {
 	Package  string   `json:"package"`
 	Version  string   `json:"version"`
 	FixedIn  []string `json:"fixedIn,omitempty"`
+	KEV      bool     `json:"kev,omitempty"`  // listed in CISA KEV
+	EPSS     *float64 `json:"epss,omitempty"` // EPSS probability, when scored
 }
 
 // Item is one thing a message says: one kind, for one digest (or, for

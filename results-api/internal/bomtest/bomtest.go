@@ -21,6 +21,9 @@ type Vuln struct {
 	Version  string
 	Fix      string // "" = no fix
 	Score    float64
+	// KEV adds Grype's CISA KEV rating, EPSS (when > 0) its EPSS rating.
+	KEV  bool
+	EPSS float64
 }
 
 // Digest returns a deterministic sha256 digest for n.
@@ -42,12 +45,21 @@ func BOM(vulns ...Vuln) []byte {
 			s := v.Score
 			rating.Score, rating.Method, rating.Vector = &s, cdx.ScoringMethodCVSSv31, "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H"
 		}
+		ratings := []cdx.VulnerabilityRating{rating}
+		if v.EPSS > 0 {
+			e := v.EPSS
+			ratings = append(ratings, cdx.VulnerabilityRating{Source: &cdx.Source{Name: "FIRST"}, Score: &e, Method: cdx.ScoringMethodOther})
+		}
+		if v.KEV {
+			ratings = append(ratings, cdx.VulnerabilityRating{Source: &cdx.Source{Name: "CISA KEV Catalog"}, Method: cdx.ScoringMethodOther,
+				Justification: "Listed in CISA KEV"})
+		}
 		rng := []cdx.AffectedVersions{{Version: v.Version, Status: cdx.VulnerabilityStatusAffected}}
 		if v.Fix != "" {
 			rng = append(rng, cdx.AffectedVersions{Range: "vers:apk/>=" + v.Fix, Status: cdx.VulnerabilityStatusNotAffected})
 		}
 		vs = append(vs, cdx.Vulnerability{ID: v.ID, Source: &cdx.Source{Name: "alpine-distro-alpine-3.20", URL: "https://example.invalid/" + v.ID},
-			Ratings: &[]cdx.VulnerabilityRating{rating}, Description: "constructed test vulnerability " + v.ID,
+			Ratings: &ratings, Description: "constructed test vulnerability " + v.ID,
 			Affects: &[]cdx.Affects{{Ref: ref, Range: &rng}}})
 	}
 	bom := cdx.NewBOM()

@@ -17,8 +17,9 @@ func ChangesPath(digest string) string {
 
 // changedPayload renders a recorded change as the findings.changed
 // payload: a baseline with its counts only, any other change with at most
-// eventsv1.MaxChangedFindings new and resolved findings each (worst first),
-// marked truncated, with the path of the full list, when there are more.
+// eventsv1.MaxChangedFindings new, resolved and KEV-added findings each
+// (worst first), marked truncated, with the path of the full list, when
+// there are more.
 func changedPayload(c report.Change) eventsv1.FindingsChanged {
 	p := eventsv1.FindingsChanged{ChangeID: c.ID, Digest: c.Digest, Image: c.Image, Cause: eventsv1.Cause(c.Cause),
 		DBBuilt: c.DBBuilt, DBSchema: c.DBSchema, ChangedAt: c.ChangedAt.UTC(), Baseline: c.Baseline,
@@ -28,7 +29,9 @@ func changedPayload(c report.Change) eventsv1.FindingsChanged {
 	}
 	p.New = changedFindings(c.New)
 	p.Resolved = changedFindings(c.Resolved)
-	if len(c.New) > eventsv1.MaxChangedFindings || len(c.Resolved) > eventsv1.MaxChangedFindings {
+	p.KEVAdded, p.KEVAddedCount = changedFindings(c.KEVAdded), c.KEVAddedCount
+	if len(c.New) > eventsv1.MaxChangedFindings || len(c.Resolved) > eventsv1.MaxChangedFindings ||
+		len(c.KEVAdded) > eventsv1.MaxChangedFindings {
 		p.Truncated, p.ChangesPath = true, ChangesPath(c.Digest)
 	}
 	return p
@@ -42,7 +45,12 @@ func changedFindings(fs []report.ChangedFinding) []eventsv1.ChangedFinding {
 	out := make([]eventsv1.ChangedFinding, len(fs))
 	for i, f := range fs {
 		out[i] = eventsv1.ChangedFinding{ID: f.ID, Severity: f.Severity.String(),
-			Package: eventsv1.ChangedPackage{Name: f.Name, Version: f.Version, Type: f.Type}, FixedIn: f.FixedIn}
+			Package: eventsv1.ChangedPackage{Name: f.Name, Version: f.Version, Type: f.Type}, FixedIn: f.FixedIn,
+			KEV: f.Risk.KEV, EPSS: f.Risk.EPSS}
+		if f.Risk.Rated() {
+			score := f.Risk.Score
+			out[i].Risk = &score
+		}
 	}
 	return out
 }

@@ -39,11 +39,14 @@ func (f *Finding) Key() FindingKey {
 	return FindingKey{ID: f.ID, Name: f.Package.Name, Version: f.Package.Version, Type: f.Package.Type}
 }
 
-// ChangedFinding is a finding that is new in, or resolved by, a report.
+// ChangedFinding is a finding that is new in, or resolved by, a report, or
+// newly listed in CISA KEV; Risk is its risk data in that report (for a
+// resolved finding: in the report before).
 type ChangedFinding struct {
 	FindingKey
 	Severity Severity
 	FixedIn  []string
+	Risk     Risk
 }
 
 // Change is what a report changed in its digest's findings, against the
@@ -61,25 +64,35 @@ type Change struct {
 	Baseline       bool
 	NewCounts      Counts
 	ResolvedCounts Counts
-	// New and Resolved are worst first, then by key. A page of changes
-	// may hold only part of them (Truncated).
-	New, Resolved []ChangedFinding
-	Truncated     bool
+	// KEVAddedCount counts the findings of both reports that the new one
+	// lists in CISA KEV and the previous one did not.
+	KEVAddedCount int
+	// New, Resolved and KEVAdded are worst first (KEV-listed before others
+	// of a severity), then by key. A page of changes may hold only part of
+	// them (Truncated).
+	New, Resolved, KEVAdded []ChangedFinding
+	Truncated               bool
 }
 
-// Max is the worst severity among the change's new and resolved findings
-// (Unknown when it has none).
-func (c *Change) Max() Severity { return max(c.NewCounts.Max(), c.ResolvedCounts.Max()) }
+// Max is the worst severity among the change's new, resolved and listed
+// KEV-added findings (Unknown when it has none).
+func (c *Change) Max() Severity {
+	m := max(c.NewCounts.Max(), c.ResolvedCounts.Max())
+	for _, f := range c.KEVAdded {
+		m = max(m, f.Severity)
+	}
+	return m
+}
 
-// Empty reports whether the change has neither new nor resolved findings
-// and is not a baseline: such a change is not recorded.
+// Empty reports whether the change has no new, resolved or KEV-added
+// findings and is not a baseline: such a change is not recorded.
 func (c *Change) Empty() bool {
-	return !c.Baseline && c.NewCounts == (Counts{}) && c.ResolvedCounts == (Counts{})
+	return !c.Baseline && c.NewCounts == (Counts{}) && c.ResolvedCounts == (Counts{}) && c.KEVAddedCount == 0
 }
 
 // Changed returns the finding as a ChangedFinding.
 func (f *Finding) Changed() ChangedFinding {
-	return ChangedFinding{FindingKey: f.Key(), Severity: f.Severity, FixedIn: f.FixedIn}
+	return ChangedFinding{FindingKey: f.Key(), Severity: f.Severity, FixedIn: f.FixedIn, Risk: f.Risk}
 }
 
 // Baseline is the change of a digest's first report: counts only.
@@ -95,19 +108,27 @@ func Baseline(next []Finding) Change {
 // Diff compares the findings of a digest's previous report (prev, as the
 // store keeps them) with the new report's (next) by FindingKey: New holds
 // the keys only next has, Resolved the keys only prev has, each worst
-// first. A key that is in both is no change, even if its severity or fix
-// differs (the report itself, and report.stored's counts, show those).
+// first. A key that is in both is no change, even if its severity, fix
+// or EPSS score differs (the report itself, and report.stored's counts,
+// show those), except for a new CISA KEV listing: KEVAdded holds the keys
+// of both whose previous finding was not KEV-listed and whose next one is.
 // A key listed twice in one report (the same package found at two
-// locations) counts once, with its worst severity.
+// locations) counts once, with its worst severity (KEV-listed when any of
+// them is).
 func Diff(prev []ChangedFinding, next []Finding) Change {
 	p, n := keyed(prev), keyed(changed(next))
 	var c Change
 	for k, f := range n {
-		if _, ok := p[k]; !ok {
+		was, ok := p[k]
+		switch {
+		case !ok:
 			c.New = append(c.New, f)
 			c.NewCounts.Add(f.Severity)
+		case f.Risk.KEV && !was.Risk.KEV:
+			c.KEVAdded = append(c.KEVAdded, f)
 		}
 	}
+	c.KEVAddedCount = len(c.KEVAdded)
 	for k, f := range p {
 		if _, ok := n[k]; !ok {
 			c.Resolved = append(c.Resolved, f)
@@ -116,6 +137,7 @@ func Diff(prev []ChangedFinding, next []Finding) Change {
 	}
 	SortChanged(c.New)
 	SortChanged(c.Resolved)
+	SortChanged(c.KEVAdded)
 	return c
 }
 
@@ -127,21 +149,39 @@ func changed(fs []Finding) []ChangedFinding {
 	return out
 }
 
-// keyed indexes findings by key, keeping the worst of a repeated key.
+// keyed indexes findings by key, keeping the worst of a repeated key
+// (the KEV-listed one at equal severity).
 func keyed(fs []ChangedFinding) map[FindingKey]ChangedFinding {
 	m := make(map[FindingKey]ChangedFinding, len(fs))
 	for _, f := range fs {
-		if have, ok := m[f.FindingKey]; !ok || f.Severity > have.Severity {
+		if have, ok := m[f.FindingKey]; !ok || worse(f, have) < 0 {
 			m[f.FindingKey] = f
 		}
 	}
 	return m
 }
 
-// SortChanged orders changed findings worst first, then by key.
+// worse orders two findings worst first: by severity, then KEV-listed
+// before not.
+func worse(a, b ChangedFinding) int {
+	return cmp.Or(cmp.Compare(b.Severity, a.Severity), cmpBool(b.Risk.KEV, a.Risk.KEV))
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// SortChanged orders changed findings worst first (by severity, then
+// KEV-listed before not), then by key.
 func SortChanged(fs []ChangedFinding) {
 	slices.SortFunc(fs, func(a, b ChangedFinding) int {
-		return cmp.Or(cmp.Compare(b.Severity, a.Severity), cmp.Compare(a.ID, b.ID), cmp.Compare(a.Name, b.Name),
+		return cmp.Or(worse(a, b), cmp.Compare(a.ID, b.ID), cmp.Compare(a.Name, b.Name),
 			cmp.Compare(a.Version, b.Version), cmp.Compare(a.Type, b.Type))
 	})
 }

@@ -136,6 +136,10 @@ type Risk struct {
 	Score float64
 }
 
+// Rated reports whether Grype rated the finding's exploitation (an EPSS
+// score or a KEV listing): only then does its risk score mean anything.
+func (r Risk) Rated() bool { return r.EPSS != nil || r.KEV || r.Score != 0 }
+
 // Fixable reports whether a fixed version is known.
 func (f Finding) Fixable() bool { return len(f.FixedIn) > 0 }
 

@@ -18,9 +18,11 @@ import (
 const (
 	kindNew      = "new"
 	kindResolved = "resolved"
+	kindKEVAdded = "kev_added"
 )
 
-var changeFindingColumns = []string{"change_id", "kind", "vuln_id", "severity", "pkg_name", "pkg_version", "pkg_type", "fixed_in"}
+var changeFindingColumns = []string{"change_id", "kind", "vuln_id", "severity", "pkg_name", "pkg_version", "pkg_type", "fixed_in",
+	"kev", "epss", "risk"}
 
 // changeRow is a row of report_changes.
 type changeRow struct {
@@ -44,6 +46,7 @@ type changeRow struct {
 	ResolvedLow        int
 	ResolvedNegligible int
 	ResolvedUnknown    int
+	KEVAdded           int `gorm:"column:kev_added"`
 	MaxSeverity        int
 }
 
@@ -52,14 +55,14 @@ func (changeRow) TableName() string { return "report_changes" }
 func newChangeRow(c *report.Change) changeRow {
 	n, r := c.NewCounts, c.ResolvedCounts
 	maxSev := int(c.Max())
-	if n == (report.Counts{}) && r == (report.Counts{}) {
+	if n == (report.Counts{}) && r == (report.Counts{}) && len(c.KEVAdded) == 0 {
 		maxSev = -1 // no finding at all: below every minSeverity
 	}
 	return changeRow{Digest: c.Digest, Image: c.Image, Cause: string(c.Cause), DBBuilt: c.DBBuilt, DBSchema: c.DBSchema,
 		ChangedAt: c.ChangedAt, Baseline: c.Baseline,
 		NewCritical: n.Critical, NewHigh: n.High, NewMedium: n.Medium, NewLow: n.Low, NewNegligible: n.Negligible, NewUnknown: n.Unknown,
 		ResolvedCritical: r.Critical, ResolvedHigh: r.High, ResolvedMedium: r.Medium, ResolvedLow: r.Low,
-		ResolvedNegligible: r.Negligible, ResolvedUnknown: r.Unknown, MaxSeverity: maxSev}
+		ResolvedNegligible: r.Negligible, ResolvedUnknown: r.Unknown, KEVAdded: c.KEVAddedCount, MaxSeverity: maxSev}
 }
 
 func (c changeRow) change() report.Change {
@@ -68,7 +71,8 @@ func (c changeRow) change() report.Change {
 		NewCounts: report.Counts{Critical: c.NewCritical, High: c.NewHigh, Medium: c.NewMedium, Low: c.NewLow,
 			Negligible: c.NewNegligible, Unknown: c.NewUnknown},
 		ResolvedCounts: report.Counts{Critical: c.ResolvedCritical, High: c.ResolvedHigh, Medium: c.ResolvedMedium,
-			Low: c.ResolvedLow, Negligible: c.ResolvedNegligible, Unknown: c.ResolvedUnknown}}
+			Low: c.ResolvedLow, Negligible: c.ResolvedNegligible, Unknown: c.ResolvedUnknown},
+		KEVAddedCount: c.KEVAdded}
 }
 
 // recordChange stores ch, the change the report summarised by sum made,
@@ -81,7 +85,7 @@ func recordChange(ctx context.Context, tx *gorm.DB, conn *sql.Conn, sum *report.
 		return fmt.Errorf("record change: %w", err)
 	}
 	ch.ID = row.ID
-	if n := len(ch.New) + len(ch.Resolved); n > 0 {
+	if n := len(ch.New) + len(ch.Resolved) + len(ch.KEVAdded); n > 0 {
 		if err := copyChangeFindings(ctx, conn, ch); err != nil {
 			return fmt.Errorf("record changed findings: %w", err)
 		}
@@ -93,18 +97,21 @@ func recordChange(ctx context.Context, tx *gorm.DB, conn *sql.Conn, sum *report.
 // copyChangeFindings writes a change's findings with COPY, on the
 // connection of the open transaction (as copyFindings).
 func copyChangeFindings(ctx context.Context, conn *sql.Conn, ch *report.Change) error {
-	n := len(ch.New) + len(ch.Resolved)
+	n := len(ch.New) + len(ch.Resolved) + len(ch.KEVAdded)
 	src := pgx.CopyFromSlice(n, func(i int) ([]any, error) {
 		kind, f := kindNew, ch.New
 		if i >= len(ch.New) {
 			kind, f, i = kindResolved, ch.Resolved, i-len(ch.New)
+			if i >= len(ch.Resolved) {
+				kind, f, i = kindKEVAdded, ch.KEVAdded, i-len(ch.Resolved)
+			}
 		}
 		c := &f[i]
 		fixed := c.FixedIn
 		if fixed == nil {
 			fixed = []string{}
 		}
-		return []any{ch.ID, kind, c.ID, int16(c.Severity), c.Name, c.Version, c.Type, fixed}, nil
+		return []any{ch.ID, kind, c.ID, int16(c.Severity), c.Name, c.Version, c.Type, fixed, c.Risk.KEV, c.Risk.EPSS, c.Risk.Score}, nil
 	})
 	return conn.Raw(func(dc any) error {
 		pc, ok := dc.(*stdlib.Conn)
@@ -156,8 +163,8 @@ func (s *Store) RecordVulnDB(ctx context.Context, digest string, rec VulnDBRecor
 type ChangeQuery struct {
 	Digest string    // one digest's history; empty for every digest
 	Since  time.Time // changes at or after it; zero for all
-	// MinSeverity, when set, keeps the changes with a new or resolved
-	// finding at or above it, and lists only such findings.
+	// MinSeverity, when set, keeps the changes with a new, resolved or
+	// KEV-added finding at or above it, and lists only such findings.
 	MinSeverity *report.Severity
 	Cause       report.Cause // empty for every cause
 	Limit       int          // changes per page, at least 1
@@ -181,8 +188,8 @@ type changeCursor struct {
 
 // ListChanges returns one page of changes, newest first (changed_at, then
 // id, both descending: keyset pagination on the report_changes indexes),
-// each with up to FindingsLimit of its new and of its resolved findings,
-// worst first.
+// each with up to FindingsLimit of its new, of its resolved and of its
+// KEV-added findings, worst first (KEV-listed first within a severity).
 func (s *Store) ListChanges(ctx context.Context, q ChangeQuery) (*ChangePage, error) {
 	var where []string
 	var args []any
@@ -237,10 +244,13 @@ func (s *Store) ListChanges(ctx context.Context, q ChangeQuery) (*ChangePage, er
 		Kind, VulnID, PkgName, PkgVersion, PkgType string
 		Severity                                   int
 		FixedIn                                    string
+		KEV                                        bool
+		EPSS                                       *float64
+		Risk                                       float64
 	}
 	// One more than the cap per kind tells whether the list was cut.
-	err := db.Raw(`SELECT change_id, kind, vuln_id, severity, pkg_name, pkg_version, pkg_type, fixed_in::text AS fixed_in FROM (
- SELECT f.*, row_number() OVER (PARTITION BY change_id, kind ORDER BY severity DESC, vuln_id, pkg_name, pkg_version, pkg_type) AS n
+	err := db.Raw(`SELECT change_id, kind, vuln_id, severity, pkg_name, pkg_version, pkg_type, fixed_in::text AS fixed_in, kev, epss, risk FROM (
+ SELECT f.*, row_number() OVER (PARTITION BY change_id, kind ORDER BY severity DESC, kev DESC, vuln_id, pkg_name, pkg_version, pkg_type) AS n
  FROM report_change_findings f WHERE change_id IN ? AND severity >= ?) x
 WHERE n <= ? ORDER BY change_id, kind, n`, ids, minSev, q.FindingsLimit+1).Scan(&fs).Error
 	if err != nil {
@@ -255,13 +265,16 @@ WHERE n <= ? ORDER BY change_id, kind, n`, ids, minSev, q.FindingsLimit+1).Scan(
 			continue
 		}
 		cf := report.ChangedFinding{FindingKey: report.FindingKey{ID: f.VulnID, Name: f.PkgName, Version: f.PkgVersion, Type: f.PkgType},
-			Severity: report.Severity(f.Severity)}
+			Severity: report.Severity(f.Severity), Risk: report.Risk{KEV: f.KEV, EPSS: f.EPSS, Score: f.Risk}}
 		if err := json.Unmarshal([]byte(f.FixedIn), &cf.FixedIn); err != nil {
 			return nil, fmt.Errorf("changed finding of change %d: fixed_in: %w", f.ChangeID, err)
 		}
-		if f.Kind == kindNew {
+		switch f.Kind {
+		case kindNew:
 			ch.New = append(ch.New, cf)
-		} else {
+		case kindKEVAdded:
+			ch.KEVAdded = append(ch.KEVAdded, cf)
+		default:
 			ch.Resolved = append(ch.Resolved, cf)
 		}
 	}

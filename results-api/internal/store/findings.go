@@ -61,7 +61,8 @@ func fingerprint(fs []report.Finding) []byte {
 	return finding.Fingerprint(report.ToContract(fs))
 }
 
-// storedFindings reads the change keys of a digest's stored findings, on
+// storedFindings reads the change keys, severity, fix and risk of a
+// digest's stored findings, on
 // conn (inside the transaction that holds the report's row lock).
 func storedFindings(ctx context.Context, conn *sql.Conn, digest string) ([]report.ChangedFinding, error) {
 	var out []report.ChangedFinding
@@ -70,17 +71,18 @@ func storedFindings(ctx context.Context, conn *sql.Conn, digest string) ([]repor
 		if !ok {
 			return fmt.Errorf("driver connection is %T, want pgx stdlib", dc)
 		}
-		rows, err := pc.Conn().Query(ctx, `SELECT vuln_id, severity, pkg_name, pkg_version, pkg_type, fixed_in
+		rows, err := pc.Conn().Query(ctx, `SELECT vuln_id, severity, pkg_name, pkg_version, pkg_type, fixed_in, kev, epss, risk
  FROM findings WHERE digest = $1`, digest)
 		if err != nil {
 			return err
 		}
 		var f report.ChangedFinding
 		var sev int16
-		_, err = pgx.ForEachRow(rows, []any{&f.ID, &sev, &f.Name, &f.Version, &f.Type, &f.FixedIn}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&f.ID, &sev, &f.Name, &f.Version, &f.Type, &f.FixedIn,
+			&f.Risk.KEV, &f.Risk.EPSS, &f.Risk.Score}, func() error {
 			f.Severity = report.Severity(sev)
 			out = append(out, f)
-			f.FixedIn = nil
+			f.FixedIn, f.Risk.EPSS = nil, nil
 			return nil
 		})
 		return err

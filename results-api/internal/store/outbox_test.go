@@ -38,7 +38,7 @@ func (a changeAnnouncer) FindingsChanged(c report.Change) (store.OutboxEvent, er
 		return store.OutboxEvent{}, errors.New("announcer refuses")
 	}
 	payload, err := json.Marshal(map[string]any{"kind": "changed", "digest": c.Digest, "baseline": c.Baseline,
-		"new": len(c.New), "resolved": len(c.Resolved)})
+		"new": len(c.New), "resolved": len(c.Resolved), "kevAdded": len(c.KEVAdded)})
 	return store.OutboxEvent{Subject: "crowsnest.findings.changed", Digest: c.Digest,
 		EventID: fmt.Sprintf("changed-%s-%d", c.Digest[7:15], c.ID), Payload: payload}, err
 }

@@ -56,7 +56,9 @@ type PutResult struct {
 // scope), else CauseScan for a new digest and CauseRescan for a
 // replacement. A new digest records a baseline change; a replacement
 // whose finding keys differ from the stored ones records a change with
-// the new and resolved findings (report.Diff), and its findings.changed
+// the new and resolved findings (report.Diff; so does one whose finding
+// keys are the same but that lists one of them in CISA KEV for the first
+// time: its KEV-added findings), and its findings.changed
 // event follows report.stored in the outbox. A replacement with the same
 // findings as stored (fingerprint) keeps the findings rows.
 func (s *Store) PutReport(ctx context.Context, r *report.Report) (PutResult, error) {
@@ -164,6 +166,11 @@ func (s *Store) putTx(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *repor
 		return err
 	}
 	ch := report.Diff(prev, r.FindingList)
+	if !cur.RiskParsed {
+		// Stored before findings carried risk: their KEV column says
+		// nothing yet, so a listing cannot be told from an added one.
+		ch.KEVAdded, ch.KEVAddedCount = nil, 0
+	}
 	if ch.Empty() {
 		return nil
 	}

@@ -30,6 +30,8 @@ function change(n: number, extra: Partial<Change> = {}): Change {
     resolvedCounts: zero,
     new: [],
     resolved: [],
+    kevAddedCount: 0,
+    kevAdded: [],
     truncated: false,
     ...extra,
   };
@@ -47,7 +49,7 @@ describe('change feed', () => {
     };
     expect(changeFromFrame(frame)).toEqual({
       id: 42, digest, image: `app@${digest}`, cause: 'rematch', dbBuilt: '', changedAt: '2026-11-22T10:00:00Z', baseline: true,
-      newCounts: { ...zero, critical: 2 }, resolvedCounts: zero, new: [], resolved: [], truncated: false,
+      newCounts: { ...zero, critical: 2 }, resolvedCounts: zero, kevAddedCount: 0, new: [], resolved: [], kevAdded: [], truncated: false,
     });
     const full = changeFromFrame({
       ...frame, baseline: false, dbBuilt: '2026-11-22T01:00:00Z', dbSchema: 'v6.0.2', truncated: true, changesPath: '/x',

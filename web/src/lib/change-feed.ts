@@ -31,8 +31,10 @@ export function changeFromFrame(d: FindingsChanged): Change {
     baseline: d.baseline,
     newCounts: d.newCounts,
     resolvedCounts: d.resolvedCounts,
+    kevAddedCount: d.kevAddedCount ?? 0,
     new: d.new ?? [],
     resolved: d.resolved ?? [],
+    kevAdded: d.kevAdded ?? [],
     truncated: d.truncated ?? false,
   };
 }

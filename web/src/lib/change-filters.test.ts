@@ -31,6 +31,8 @@ function change(extra: Partial<Change> = {}): Change {
     resolvedCounts: zero,
     new: [finding('CVE-2026-0001', 'medium')],
     resolved: [],
+    kevAddedCount: 0,
+    kevAdded: [],
     truncated: false,
     ...extra,
   };
@@ -82,6 +84,11 @@ describe('change filters', () => {
     expect(changeMatches(c, filters({ minSeverity: 'high' }), undefined)).toBe(false);
     // A resolved high finding counts as much as a new one.
     expect(changeMatches(change({ resolvedCounts: { ...zero, high: 1 } }), filters({ minSeverity: 'high' }), undefined)).toBe(true);
+    // A finding newly listed in CISA KEV counts too (the server's max_severity includes it).
+    const kev = change({ newCounts: zero, kevAddedCount: 1, new: [], kevAdded: [finding('CVE-9', 'high')] });
+    expect(changeMatches(kev, filters({ minSeverity: 'high' }), undefined)).toBe(true);
+    expect(changeMatches(kev, filters({ minSeverity: 'critical' }), undefined)).toBe(false);
+    expect(projectChange(kev, 'critical').kevAdded).toEqual([]);
     // A baseline's findings count; a clean baseline matches no minSeverity.
     expect(changeMatches(change({ baseline: true, newCounts: { ...zero, critical: 3 }, new: [] }), filters({ minSeverity: 'critical' }), undefined)).toBe(true);
     expect(changeMatches(change({ baseline: true, newCounts: zero, new: [] }), filters({ minSeverity: 'unknown' }), undefined)).toBe(false);

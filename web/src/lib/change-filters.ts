@@ -70,15 +70,17 @@ export function worstSeverity(...counts: SeverityCounts[]): Severity | undefined
 
 /**
  * Whether the feed, queried with these filters from `from` (ms) on, lists the
- * change: the server keeps a change when its worst new or resolved finding
- * (a baseline's findings included) is at least minSeverity.
+ * change: the server keeps a change when its worst new, resolved or
+ * KEV-added finding (a baseline's findings included) is at least minSeverity.
  */
 export function changeMatches(c: Change, f: ChangeFilters, from: number | undefined): boolean {
   if (f.cause && c.cause !== f.cause) return false;
   if (from !== undefined && !(Date.parse(c.changedAt) >= from)) return false;
-  if (f.minSeverity) {
+  const min = f.minSeverity;
+  if (min) {
     const worst = worstSeverity(c.newCounts, c.resolvedCounts);
-    if (worst === undefined || rank(worst) > rank(f.minSeverity)) return false;
+    const kevHit = c.kevAdded.some((x) => rank(x.severity) <= rank(min));
+    if (!kevHit && (worst === undefined || rank(worst) > rank(min))) return false;
   }
   return true;
 }
@@ -87,7 +89,7 @@ export function changeMatches(c: Change, f: ChangeFilters, from: number | undefi
 export function projectChange(c: Change, minSeverity: Severity | ''): Change {
   if (!minSeverity) return c;
   const keep = (fs: ChangedFinding[]) => fs.filter((x) => rank(x.severity) <= rank(minSeverity));
-  return { ...c, new: keep(c.new), resolved: keep(c.resolved) };
+  return { ...c, new: keep(c.new), resolved: keep(c.resolved), kevAdded: keep(c.kevAdded) };
 }
 
 /** Sum of a count set. */

@@ -205,8 +205,10 @@ export interface paths {
          * @description One change per report that changed the digest's findings: the
          *     digest's first report (a baseline, with counts only) and each later
          *     report whose findings, keyed by (vulnerability id, package name,
-         *     version, type), differ from the report it replaced. A report with
-         *     the same finding keys makes no change. The history outlives a
+         *     version, type), differ from the report it replaced, or that lists
+         *     one of the same findings in CISA KEV when the report before did not
+         *     (kevAdded). A report with the same finding keys and no new KEV
+         *     listing makes no change. The history outlives a
          *     deleted report; a digest reported again after a deletion starts with
          *     a new baseline. An unknown digest has an empty history.
          */
@@ -257,7 +259,7 @@ export interface paths {
          * The fleet-wide feed of findings changes, newest first.
          * @description Every digest's changes (see /api/v1/reports/{digest}/changes), newest
          *     first (by changedAt, then id). With minSeverity a change is listed
-         *     when it has a new or resolved finding of that severity or worse, and
+         *     when it has a new, resolved or KEV-added finding of that severity or worse, and
          *     only such findings are listed with it (the counts stay complete).
          */
         get: operations["listChanges"];
@@ -789,13 +791,29 @@ export interface components {
             /** @description Package type from the purl (apk, deb, golang, npm, ...). */
             type: string;
         };
-        /** @description A finding new in, or resolved by, a report; keyed by (id, package name, version, type). */
+        /**
+         * @description A finding new in, or resolved by, a report, or newly listed in CISA KEV;
+         *     keyed by (id, package name, version, type). kev, epss and risk are its
+         *     risk data in that report (a resolved finding: in the report before).
+         */
         ChangedFinding: {
             /** @example CVE-2024-1234 */
             id: string;
             severity: components["schemas"]["Severity"];
             package: components["schemas"]["ChangedPackage"];
             fixedIn?: string[];
+            /** @description Listed in CISA's Known Exploited Vulnerabilities catalog; absent when not. */
+            kev?: boolean;
+            /**
+             * Format: double
+             * @description EPSS probability; absent when the DB has no score.
+             */
+            epss?: number;
+            /**
+             * Format: double
+             * @description Grype's risk score; absent without an EPSS score or KEV listing.
+             */
+            risk?: number;
         };
         /** @description What one report changed in its digest's findings. */
         Change: {
@@ -813,10 +831,14 @@ export interface components {
             baseline: boolean;
             newCounts: components["schemas"]["SeverityCounts"];
             resolvedCounts: components["schemas"]["SeverityCounts"];
-            /** @description New findings, worst first; at most 200. */
+            /** @description Findings of both reports that the new one lists in CISA KEV and the one before did not. */
+            kevAddedCount: number;
+            /** @description New findings, worst first (KEV-listed first within a severity); at most 200. */
             new: components["schemas"]["ChangedFinding"][];
             /** @description Resolved findings, worst first; at most 200. */
             resolved: components["schemas"]["ChangedFinding"][];
+            /** @description Findings newly listed in CISA KEV (in both reports, not KEV-listed before), worst first; at most 200. */
+            kevAdded: components["schemas"]["ChangedFinding"][];
             /** @description A list holds only the first 200 of its (filtered) findings. */
             truncated: boolean;
         };
@@ -852,8 +874,9 @@ export interface components {
         };
         /**
          * @description Payload of crowsnest.findings.changed (events/v1 FindingsChanged). A
-         *     baseline has counts only; otherwise new and resolved list at most 100
-         *     findings each, and truncated with changesPath says where the rest are.
+         *     baseline has counts only; otherwise new, resolved and kevAdded list at
+         *     most 100 findings each (kevAddedCount counts the KEV-added ones), and
+         *     truncated with changesPath says where the rest are.
          */
         FindingsChanged: {
             /** Format: int64 */
@@ -870,6 +893,8 @@ export interface components {
             resolvedCounts: components["schemas"]["SeverityCounts"];
             new?: components["schemas"]["ChangedFinding"][];
             resolved?: components["schemas"]["ChangedFinding"][];
+            kevAdded?: components["schemas"]["ChangedFinding"][];
+            kevAddedCount?: number;
             truncated?: boolean;
             /** @example /api/v1/reports/sha256:3f1e.../changes */
             changesPath?: string;
@@ -1356,7 +1381,7 @@ export interface operations {
                 cursor?: components["parameters"]["ChangeCursor"];
                 /** @description Only changes at or after this time (RFC 3339). */
                 since?: string;
-                /** @description Only changes with a new or resolved finding of this severity or worse. */
+                /** @description Only changes with a new, resolved or KEV-added finding of this severity or worse. */
                 minSeverity?: components["schemas"]["Severity"];
                 cause?: components["schemas"]["Cause"];
             };
