@@ -143,6 +143,12 @@ func (s *seeded) put(t *testing.T, digest, image, file string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.putBOM(t, digest, image, bom)
+}
+
+// putBOM uploads bom as digest's report, as the uploader does.
+func (s *seeded) putBOM(t *testing.T, digest, image string, bom []byte) {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPut, s.URL+"/api/v1/reports/"+digest+"?image="+image, bytes.NewReader(bom))
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +161,7 @@ func (s *seeded) put(t *testing.T, digest, image, file string) {
 	}
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		t.Fatalf("PUT %s: HTTP %d", file, resp.StatusCode)
+		t.Fatalf("PUT %s: HTTP %d", digest, resp.StatusCode)
 	}
 }
 

@@ -2,10 +2,14 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/output"
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsclient"
 )
 
@@ -95,6 +99,20 @@ func TestChanges(t *testing.T) {
 	_, wide := table(t, mustPlugin(t, "changes", "-o", "wide", "--server", s.URL))
 	if !strings.Contains(strings.Join(wide[0], " "), "CVE-2024-5535") {
 		t.Fatalf("wide row lacks the resolved ids: %v", wide[0])
+	}
+
+	// debian reported again with one finding newly listed in CISA KEV (a
+	// rating as Grype writes it): no new or resolved finding, one KEV listing.
+	debian := s.fx["debian"]
+	kevID := s.putWithKEV(t, debian)
+	header, rows = table(t, mustPlugin(t, "changes", "--since", "1h", "--server", s.URL))
+	if len(rows) != 7 || col(t, header, rows, "DIGEST")[0] != output.ShortDigest(debian.Digest) ||
+		col(t, header, rows, "NEW")[0] != "0" || col(t, header, rows, "RESOLVED")[0] != "0" || col(t, header, rows, "NEW-IN-KEV")[0] != "1" {
+		t.Fatalf("after a KEV listing, want a first row of debian with 1 finding newly in KEV:\n%v\n%v", header, rows)
+	}
+	header, wide = table(t, mustPlugin(t, "changes", "-o", "wide", "--server", s.URL))
+	if got := col(t, header, wide, "KEV-IDS")[0]; got != kevID {
+		t.Fatalf("KEV-IDS %q, want %s", got, kevID)
 	}
 
 	// A window in the future holds nothing.
@@ -187,4 +205,35 @@ func mapsEqual[K comparable, V comparable](a, b map[K]V) bool {
 		}
 	}
 	return true
+}
+
+// putWithKEV uploads f's BOM again as its digest's report, with a CISA KEV
+// rating (as Grype's KEV decorator writes it) added to its first
+// vulnerability not listed yet, and returns that vulnerability's id.
+func (s *seeded) putWithKEV(t *testing.T, f fixture) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.dir, f.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bom map[string]any
+	if err := json.Unmarshal(b, &bom); err != nil {
+		t.Fatal(err)
+	}
+	vulns, _ := bom["vulnerabilities"].([]any)
+	for _, v := range vulns {
+		vuln, _ := v.(map[string]any)
+		ratings, _ := vuln["ratings"].([]any)
+		if strings.Contains(fmt.Sprint(ratings), "CISA KEV") {
+			continue
+		}
+		vuln["ratings"] = append(ratings, map[string]any{"source": map[string]any{"name": "CISA KEV Catalog"}})
+		if b, err = json.Marshal(bom); err != nil {
+			t.Fatal(err)
+		}
+		s.putBOM(t, f.Digest, f.Image, b)
+		return vuln["id"].(string)
+	}
+	t.Fatalf("%s has no vulnerability without a KEV rating", f.File)
+	return ""
 }

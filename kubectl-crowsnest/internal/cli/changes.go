@@ -82,9 +82,9 @@ func (o *changesOptions) run(ctx context.Context) error {
 		_, _ = fmt.Fprintf(o.streams.ErrOut, "No changes since %s.\n", since.UTC().Format(time.RFC3339))
 		return nil
 	}
-	headers := []string{"CHANGED", "IMAGE", "DIGEST", "CAUSE", "NEW", "RESOLVED"}
+	headers := []string{"CHANGED", "IMAGE", "DIGEST", "CAUSE", "NEW", "RESOLVED", "NEW-IN-KEV"}
 	if format == output.Wide {
-		headers = append(headers, "NEW-IDS", "RESOLVED-IDS", "DB-BUILT")
+		headers = append(headers, "NEW-IDS", "RESOLVED-IDS", "KEV-IDS", "DB-BUILT")
 	}
 	t := output.NewTable(o.streams.Out, headers...)
 	for _, c := range items {
@@ -92,9 +92,9 @@ func (o *changesOptions) run(ctx context.Context) error {
 		if c.Baseline {
 			cause += " (first report)"
 		}
-		cells := []any{output.Age(c.ChangedAt, now), repository(c.Image), output.ShortDigest(c.Digest), cause, counts(c.NewCounts), counts(c.ResolvedCounts)}
+		cells := []any{output.Age(c.ChangedAt, now), repository(c.Image), output.ShortDigest(c.Digest), cause, counts(c.NewCounts), counts(c.ResolvedCounts), c.KEVAddedCount}
 		if format == output.Wide {
-			cells = append(cells, ids(c.New, c.Truncated), ids(c.Resolved, c.Truncated), c.DBBuilt)
+			cells = append(cells, ids(c.New, c.Truncated), ids(c.Resolved, c.Truncated), ids(c.KEVAdded, c.Truncated), c.DBBuilt)
 		}
 		t.Row(cells...)
 	}

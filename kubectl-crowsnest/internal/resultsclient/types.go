@@ -116,6 +116,7 @@ type ChangedFinding struct {
 	Severity string   `json:"severity"`
 	Package  Package  `json:"package"`
 	FixedIn  []string `json:"fixedIn,omitempty"`
+	KEV      bool     `json:"kev,omitempty"` // listed in CISA KEV
 }
 
 // Change is what one report changed in its digest's findings.
@@ -129,8 +130,10 @@ type Change struct {
 	Baseline       bool             `json:"baseline"`
 	NewCounts      SeverityCounts   `json:"newCounts"`
 	ResolvedCounts SeverityCounts   `json:"resolvedCounts"`
+	KEVAddedCount  int              `json:"kevAddedCount"`
 	New            []ChangedFinding `json:"new"`
 	Resolved       []ChangedFinding `json:"resolved"`
+	KEVAdded       []ChangedFinding `json:"kevAdded"`
 	Truncated      bool             `json:"truncated"`
 }
 
