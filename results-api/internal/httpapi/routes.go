@@ -39,6 +39,7 @@ func (s *Server) Routes() chi.Router {
 				read.Get("/changes", s.listDigestChanges)
 				read.With(deadline(lim.DownloadTimeout)).Get("/sarif", s.getSARIF)
 				read.With(deadline(lim.DownloadTimeout)).Get("/findings.csv", s.getReportCSV)
+				read.Get("/vex", s.getVEX)
 				r.With(s.limitBody(vulnDBBodyLimit), updateOnly, s.requireWriter).Put("/vulndb", s.putVulnDB)
 			})
 		})

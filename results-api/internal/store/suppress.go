@@ -1,0 +1,94 @@
+package store
+
+import (
+	"context"
+	"strconv"
+	"strings"
+)
+
+// FindingKey is what deciding a finding's suppression reads: its row id
+// (for FindingQuery.IDs), id, package URL and fix versions.
+type FindingKey struct {
+	ID      int64
+	Digest  string
+	VulnID  string
+	PURL    string   `gorm:"column:purl"`
+	FixedIn []string `gorm:"serializer:json"`
+}
+
+// maxVulnFindings bounds FindingsOfVulns.
+const maxVulnFindings = 200000
+
+// FindingKeys returns the keys of every finding of digest (at most a
+// report's 50,000), in id order.
+func (s *Store) FindingKeys(ctx context.Context, digest string) ([]FindingKey, error) {
+	var out []FindingKey
+	err := s.db.WithContext(ctx).Raw(`SELECT id, digest, vuln_id, purl, fixed_in FROM findings WHERE digest = ? ORDER BY id`, digest).
+		Scan(&out).Error
+	if err != nil {
+		return nil, s.fail("finding keys", err)
+	}
+	return out, nil
+}
+
+// FindingsOfVulns returns the keys of the findings, in every report, of
+// the vulnerability ids (case-insensitive), at most 200,000.
+func (s *Store) FindingsOfVulns(ctx context.Context, ids []string) ([]FindingKey, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	upper := make([]string, len(ids))
+	for i, id := range ids {
+		upper[i] = strings.ToUpper(id)
+	}
+	var out []FindingKey
+	err := s.db.WithContext(ctx).Raw(`SELECT id, digest, vuln_id, purl, fixed_in FROM findings WHERE upper(vuln_id) = ANY(?::text[])
+ ORDER BY id LIMIT ?`, textArray(upper), maxVulnFindings).Scan(&out).Error
+	if err != nil {
+		return nil, s.fail("findings of vulnerabilities", err)
+	}
+	return out, nil
+}
+
+// NamespacesOfDigests returns, per digest, the namespaces it runs in now
+// (sorted), whatever ctx's scope: callers intersect with the view.
+func (s *Store) NamespacesOfDigests(ctx context.Context, digests []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	if len(digests) == 0 {
+		return out, nil
+	}
+	var rows []struct{ Digest, Namespace string }
+	err := s.db.WithContext(ctx).Raw(`SELECT DISTINCT digest, namespace FROM inventory WHERE digest = ANY(?::text[]) ORDER BY digest, namespace`,
+		textArray(digests)).Scan(&rows).Error
+	if err != nil {
+		return nil, s.fail("namespaces of digests", err)
+	}
+	for _, r := range rows {
+		out[r.Digest] = append(out[r.Digest], r.Namespace)
+	}
+	return out, nil
+}
+
+// IDFilter keeps (Keep) or leaves out (!Keep) the findings whose row ids
+// are IDs.
+type IDFilter struct {
+	IDs  []int64
+	Keep bool
+}
+
+// sql is the condition on the findings' id column.
+func (f *IDFilter) sql() (string, []any) {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, id := range f.IDs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(id, 10))
+	}
+	b.WriteByte('}')
+	if f.Keep {
+		return "id = ANY(?::bigint[])", []any{b.String()}
+	}
+	return "id <> ALL(?::bigint[])", []any{b.String()}
+}
