@@ -87,7 +87,7 @@ func TestExceptionsPerTenant(t *testing.T) {
 
 	// The CVE view: the same rule per affected image.
 	for _, tc := range []struct {
-		who, token        string
+		who, token         string
 		active, suppressed int
 	}{
 		{"alice", alice, 0, 1}, // the shared image only; bOnly is not hers
