@@ -10,6 +10,36 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AuditState.
+const (
+	Active        AuditState = "active"
+	Expired       AuditState = "expired"
+	Expiring      AuditState = "expiring"
+	InvalidExpiry AuditState = "invalid_expiry"
+	LapsedOnFix   AuditState = "lapsed_on_fix"
+	Stale         AuditState = "stale"
+)
+
+// Valid indicates whether the value is a known member of the AuditState enum.
+func (e AuditState) Valid() bool {
+	switch e {
+	case Active:
+		return true
+	case Expired:
+		return true
+	case Expiring:
+		return true
+	case InvalidExpiry:
+		return true
+	case LapsedOnFix:
+		return true
+	case Stale:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Cause.
 const (
 	Rematch Cause = "rematch"
@@ -392,6 +422,27 @@ type AffectedImage struct {
 	Version     string       `json:"version"`
 }
 
+// AuditState defines model for AuditState.
+type AuditState string
+
+// AuditedException defines model for AuditedException.
+type AuditedException struct {
+	// Applied Of those
+	Applied int `json:"applied"`
+
+	// Covered Findings its selectors select in the view.
+	Covered         int          `json:"covered"`
+	CreatedAt       time.Time    `json:"createdAt"`
+	Exception       ExceptionRef `json:"exception"`
+	ExpiredOnFix    bool         `json:"expiredOnFix"`
+	ExpiresAt       time.Time    `json:"expiresAt"`
+	Owner           *string      `json:"owner,omitempty"`
+	State           AuditState   `json:"state"`
+	Status          VEXStatus    `json:"status"`
+	Ticket          *string      `json:"ticket,omitempty"`
+	Vulnerabilities []string     `json:"vulnerabilities"`
+}
+
 // Cause Why the report was written, decided by the server from the writer:
 // scan (the digest's first report), rescan (a later scan of a digest
 // that had one), rematch (the matcher's rematch scope).
@@ -488,6 +539,13 @@ type EventMessage_Data struct {
 
 // EventType defines model for EventType.
 type EventType string
+
+// ExceptionAudit defines model for ExceptionAudit.
+type ExceptionAudit struct {
+	// Counts Exceptions per state, every state present.
+	Counts map[string]int     `json:"counts"`
+	Items  []AuditedException `json:"items"`
+}
 
 // ExceptionRef defines model for ExceptionRef.
 type ExceptionRef struct {
@@ -1017,6 +1075,13 @@ type ListChangesParams struct {
 	// MinSeverity Only changes with a new or resolved finding of this severity or worse.
 	MinSeverity *Severity `form:"minSeverity,omitempty" json:"minSeverity,omitempty"`
 	Cause       *Cause    `form:"cause,omitempty" json:"cause,omitempty"`
+}
+
+// GetExceptionAuditParams defines parameters for GetExceptionAudit.
+type GetExceptionAuditParams struct {
+	// Namespace The view's namespace: exceptions of this namespace (and cluster ones) apply. Without it, the view is every namespace the caller may read (see "Exceptions" in docs/api.md).
+	Namespace *ViewNamespace `form:"namespace,omitempty" json:"namespace,omitempty"`
+	State     *AuditState    `form:"state,omitempty" json:"state,omitempty"`
 }
 
 // ListFindingsCSVParams defines parameters for ListFindingsCSV.

@@ -122,3 +122,5 @@ func purlMatches(pattern, purl string) bool {
 	}
 	return false
 }
+
+func upper(s string) string { return strings.ToUpper(s) }

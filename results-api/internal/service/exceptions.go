@@ -3,11 +3,14 @@ package service
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"k8s.io/client-go/dynamic"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/exception"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/metrics"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 )
 
 // Exceptions configures the triage exceptions applied to reads (the
@@ -20,6 +23,9 @@ type Exceptions struct {
 	MaxLifetime time.Duration
 	// Now is the clock exceptions expire by (default time.Now).
 	Now func() time.Time
+	// AuditInterval is how often the exception gauge is recomputed
+	// (0: a minute).
+	AuditInterval time.Duration
 }
 
 // exceptionSyncTimeout bounds the exception watch's first list at start.
@@ -43,4 +49,33 @@ func startExceptions(ctx context.Context, c *Exceptions) (*exception.Watcher, fu
 		return nil, nil, fmt.Errorf("%w; or run without exceptions (--exceptions=false)", err)
 	}
 	return w, stop, nil
+}
+
+// auditExceptions sets the exception gauge from a cluster-wide audit, at
+// start and then every interval (0: a minute), until ctx ends.
+func auditExceptions(ctx context.Context, w *exception.Watcher, st *store.Store, m *metrics.Metrics, interval time.Duration, log *slog.Logger) {
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	for {
+		set := w.Set()
+		located, err := set.Gather(ctx, st, true, nil)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("exception audit", "error", err)
+		case err == nil:
+			counts := map[exception.AuditState]int{}
+			for _, a := range set.Audit(located) {
+				counts[a.State]++
+			}
+			for _, s := range exception.AuditStates {
+				m.Exceptions.WithLabelValues(string(s)).Set(float64(counts[s]))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
 }

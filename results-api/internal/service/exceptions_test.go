@@ -69,7 +69,7 @@ func (e *exceptionEnv) start() {
 	}
 	svc, err := service.New(c.ctx, service.Config{DatabaseURL: pgtest.NewDatabase(t), WriteToken: adminToken,
 		Reads:      &service.ReadAuth{Reviewer: reviewer, Audience: audience, Client: kubernetes.NewForConfigOrDie(c.cfg)},
-		Exceptions: &service.Exceptions{Client: e.dc}})
+		Exceptions: &service.Exceptions{Client: e.dc, AuditInterval: 100 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

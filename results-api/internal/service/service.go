@@ -221,7 +221,10 @@ func New(ctx context.Context, c Config) (*Service, error) {
 			_ = st.Close()
 			return nil, err
 		}
-		except, stopExcept = w, stop
+		actx, stopAudit := context.WithCancel(context.WithoutCancel(ctx))
+		var audits sync.WaitGroup
+		audits.Go(func() { auditExceptions(actx, w, st, m, c.Exceptions.AuditInterval, c.Logger) })
+		except, stopExcept = w, func() { stopAudit(); audits.Wait(); stop() }
 	}
 	api := httpapi.New(httpapi.Config{Exceptions: except,
 		Reads: reads, ReadRecheck: recheck, Store: st, Hub: h, Notifier: triggering{bus, vulns}, Auth: auth, Metrics: m, NoMetrics: c.SeparateMetrics, Scrapers: c.Scrapers, MaxBOMBytes: c.MaxBOMBytes, Limits: c.Limits, UI: c.UI, Logger: c.Logger,
