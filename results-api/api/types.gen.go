@@ -427,7 +427,7 @@ type AuditState string
 
 // AuditedException defines model for AuditedException.
 type AuditedException struct {
-	// Applied Of those
+	// Applied Of those, the findings it suppresses when it applies (expiredOnFix lapses on a fixed one).
 	Applied int `json:"applied"`
 
 	// Covered Findings its selectors select in the view.

@@ -724,7 +724,7 @@ export interface components {
             ticket?: string;
             /** @description Findings its selectors select in the view. */
             covered: number;
-            /** @description Of those */
+            /** @description Of those, the findings it suppresses when it applies (expiredOnFix lapses on a fixed one). */
             applied: number;
         };
         ExceptionAudit: {
