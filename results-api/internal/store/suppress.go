@@ -37,13 +37,13 @@ func (s *Store) FindingsOfVulns(ctx context.Context, ids []string) ([]FindingKey
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	upper := make([]string, len(ids))
+	lower := make([]string, len(ids))
 	for i, id := range ids {
-		upper[i] = strings.ToUpper(id)
+		lower[i] = strings.ToLower(id) // findings_vuln_id indexes lower(vuln_id)
 	}
 	var out []FindingKey
-	err := s.db.WithContext(ctx).Raw(`SELECT id, digest, vuln_id, purl, fixed_in FROM findings WHERE upper(vuln_id) = ANY(?::text[])
- ORDER BY id LIMIT ?`, textArray(upper), maxVulnFindings).Scan(&out).Error
+	err := s.db.WithContext(ctx).Raw(`SELECT id, digest, vuln_id, purl, fixed_in FROM findings WHERE lower(vuln_id) = ANY(?::text[])
+ ORDER BY id LIMIT ?`, textArray(lower), maxVulnFindings).Scan(&out).Error
 	if err != nil {
 		return nil, s.fail("findings of vulnerabilities", err)
 	}
