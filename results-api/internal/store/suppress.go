@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -12,8 +14,8 @@ type FindingKey struct {
 	ID      int64
 	Digest  string
 	VulnID  string
-	PURL    string   `gorm:"column:purl"`
-	FixedIn []string `gorm:"serializer:json"`
+	PURL    string
+	FixedIn []string
 }
 
 // maxVulnFindings bounds FindingsOfVulns.
@@ -22,9 +24,7 @@ const maxVulnFindings = 200000
 // FindingKeys returns the keys of every finding of digest (at most a
 // report's 50,000), in id order.
 func (s *Store) FindingKeys(ctx context.Context, digest string) ([]FindingKey, error) {
-	var out []FindingKey
-	err := s.db.WithContext(ctx).Raw(`SELECT id, digest, vuln_id, purl, fixed_in FROM findings WHERE digest = ? ORDER BY id`, digest).
-		Scan(&out).Error
+	out, err := s.scanKeys(ctx, `SELECT id, digest, vuln_id, purl, fixed_in FROM findings WHERE digest = ? ORDER BY id`, digest)
 	if err != nil {
 		return nil, s.fail("finding keys", err)
 	}
@@ -41,9 +41,8 @@ func (s *Store) FindingsOfVulns(ctx context.Context, ids []string) ([]FindingKey
 	for i, id := range ids {
 		lower[i] = strings.ToLower(id) // findings_vuln_id indexes lower(vuln_id)
 	}
-	var out []FindingKey
-	err := s.db.WithContext(ctx).Raw(`SELECT id, digest, vuln_id, purl, fixed_in FROM findings WHERE lower(vuln_id) = ANY(?::text[])
- ORDER BY id LIMIT ?`, textArray(lower), maxVulnFindings).Scan(&out).Error
+	out, err := s.scanKeys(ctx, `SELECT id, digest, vuln_id, purl, fixed_in FROM findings WHERE lower(vuln_id) = ANY(?::text[])
+ ORDER BY id LIMIT ?`, textArray(lower), maxVulnFindings)
 	if err != nil {
 		return nil, s.fail("findings of vulnerabilities", err)
 	}
@@ -91,4 +90,30 @@ func (f *IDFilter) sql() (string, []any) {
 		return "id = ANY(?::bigint[])", []any{b.String()}
 	}
 	return "id <> ALL(?::bigint[])", []any{b.String()}
+}
+
+// scanKeys runs a query of (id, digest, vuln_id, purl, fixed_in) rows and
+// scans them by hand: gorm's reflection cost ~4 µs a row, 0.4 s for the
+// 100,000 findings an audit of 1,000 exceptions reads.
+func (s *Store) scanKeys(ctx context.Context, query string, args ...any) ([]FindingKey, error) {
+	rows, err := s.db.WithContext(ctx).Raw(query, args...).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []FindingKey
+	var fixed []byte
+	for rows.Next() {
+		var k FindingKey
+		if err := rows.Scan(&k.ID, &k.Digest, &k.VulnID, &k.PURL, &fixed); err != nil {
+			return nil, err
+		}
+		if len(fixed) > 0 {
+			if err := json.Unmarshal(fixed, &k.FixedIn); err != nil {
+				return nil, fmt.Errorf("finding %d fixed_in: %w", k.ID, err)
+			}
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
 }
