@@ -33,7 +33,7 @@ type Metrics struct {
 	EventsInvalid    *prometheus.CounterVec // subject, reason: events/v1 Reason
 	DBErrors         *prometheus.CounterVec // op
 	// Exceptions counts the triage exceptions by audit state (set every
-	// minute with --exceptions).
+	// five minutes with --exceptions).
 	Exceptions *prometheus.GaugeVec // state: expired|invalid_expiry|lapsed_on_fix|stale|expiring|active
 
 	// Resource limits (httpapi.Limits, the hub's client caps).

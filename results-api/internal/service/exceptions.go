@@ -24,7 +24,8 @@ type Exceptions struct {
 	// Now is the clock exceptions expire by (default time.Now).
 	Now func() time.Time
 	// AuditInterval is how often the exception gauge is recomputed
-	// (0: a minute).
+	// (0: five minutes: at 1,000 exceptions over 10,000 reports one audit
+	// reads ~100,000 findings and takes seconds).
 	AuditInterval time.Duration
 }
 
@@ -52,10 +53,10 @@ func startExceptions(ctx context.Context, c *Exceptions) (*exception.Watcher, fu
 }
 
 // auditExceptions sets the exception gauge from a cluster-wide audit, at
-// start and then every interval (0: a minute), until ctx ends.
+// start and then every interval (0: five minutes), until ctx ends.
 func auditExceptions(ctx context.Context, w *exception.Watcher, st *store.Store, m *metrics.Metrics, interval time.Duration, log *slog.Logger) {
 	if interval <= 0 {
-		interval = time.Minute
+		interval = 5 * time.Minute
 	}
 	for {
 		set := w.Set()
