@@ -10,6 +10,36 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AuditState.
+const (
+	Active        AuditState = "active"
+	Expired       AuditState = "expired"
+	Expiring      AuditState = "expiring"
+	InvalidExpiry AuditState = "invalid_expiry"
+	LapsedOnFix   AuditState = "lapsed_on_fix"
+	Stale         AuditState = "stale"
+)
+
+// Valid indicates whether the value is a known member of the AuditState enum.
+func (e AuditState) Valid() bool {
+	switch e {
+	case Active:
+		return true
+	case Expired:
+		return true
+	case Expiring:
+		return true
+	case InvalidExpiry:
+		return true
+	case LapsedOnFix:
+		return true
+	case Stale:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Cause.
 const (
 	Rematch Cause = "rematch"
@@ -49,6 +79,24 @@ func (e EventType) Valid() bool {
 	case EventTypeReportStored:
 		return true
 	case EventTypeScanStatus:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExceptionRefKind.
+const (
+	ClusterVulnerabilityException ExceptionRefKind = "ClusterVulnerabilityException"
+	VulnerabilityException        ExceptionRefKind = "VulnerabilityException"
+)
+
+// Valid indicates whether the value is a known member of the ExceptionRefKind enum.
+func (e ExceptionRefKind) Valid() bool {
+	switch e {
+	case ClusterVulnerabilityException:
+		return true
+	case VulnerabilityException:
 		return true
 	default:
 		return false
@@ -103,6 +151,51 @@ func (e Severity) Valid() bool {
 	case SeverityNegligible:
 		return true
 	case SeverityUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for VEXStatus.
+const (
+	Affected           VEXStatus = "affected"
+	Fixed              VEXStatus = "fixed"
+	NotAffected        VEXStatus = "not_affected"
+	UnderInvestigation VEXStatus = "under_investigation"
+)
+
+// Valid indicates whether the value is a known member of the VEXStatus enum.
+func (e VEXStatus) Valid() bool {
+	switch e {
+	case Affected:
+		return true
+	case Fixed:
+		return true
+	case NotAffected:
+		return true
+	case UnderInvestigation:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Suppressed.
+const (
+	SuppressedAll   Suppressed = "all"
+	SuppressedFalse Suppressed = "false"
+	SuppressedTrue  Suppressed = "true"
+)
+
+// Valid indicates whether the value is a known member of the Suppressed enum.
+func (e Suppressed) Valid() bool {
+	switch e {
+	case SuppressedAll:
+		return true
+	case SuppressedFalse:
+		return true
+	case SuppressedTrue:
 		return true
 	default:
 		return false
@@ -235,6 +328,27 @@ func (e GetReportParamsSort) Valid() bool {
 	}
 }
 
+// Defines values for GetReportParamsSuppressed.
+const (
+	GetReportParamsSuppressedAll   GetReportParamsSuppressed = "all"
+	GetReportParamsSuppressedFalse GetReportParamsSuppressed = "false"
+	GetReportParamsSuppressedTrue  GetReportParamsSuppressed = "true"
+)
+
+// Valid indicates whether the value is a known member of the GetReportParamsSuppressed enum.
+func (e GetReportParamsSuppressed) Valid() bool {
+	switch e {
+	case GetReportParamsSuppressedAll:
+		return true
+	case GetReportParamsSuppressedFalse:
+		return true
+	case GetReportParamsSuppressedTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PutReportParamsContentEncoding.
 const (
 	Gzip     PutReportParamsContentEncoding = "gzip"
@@ -247,6 +361,27 @@ func (e PutReportParamsContentEncoding) Valid() bool {
 	case Gzip:
 		return true
 	case Identity:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetVulnerabilityParamsSuppressed.
+const (
+	GetVulnerabilityParamsSuppressedAll   GetVulnerabilityParamsSuppressed = "all"
+	GetVulnerabilityParamsSuppressedFalse GetVulnerabilityParamsSuppressed = "false"
+	GetVulnerabilityParamsSuppressedTrue  GetVulnerabilityParamsSuppressed = "true"
+)
+
+// Valid indicates whether the value is a known member of the GetVulnerabilityParamsSuppressed enum.
+func (e GetVulnerabilityParamsSuppressed) Valid() bool {
+	switch e {
+	case GetVulnerabilityParamsSuppressedAll:
+		return true
+	case GetVulnerabilityParamsSuppressedFalse:
+		return true
+	case GetVulnerabilityParamsSuppressedTrue:
 		return true
 	default:
 		return false
@@ -280,8 +415,32 @@ type AffectedImage struct {
 	// else the EPSS score). Grype's CycloneDX carries no EPSS percentile or
 	// date, no KEV dates and no ransomware use (for a listing with known
 	// ransomware use Grype's own score is up to 5 % higher).
-	Risk    Risk   `json:"risk"`
-	Version string `json:"version"`
+	Risk Risk `json:"risk"`
+
+	// Suppression The exception that suppresses a finding in this view; absent when the finding is active.
+	Suppression *Suppression `json:"suppression,omitempty"`
+	Version     string       `json:"version"`
+}
+
+// AuditState defines model for AuditState.
+type AuditState string
+
+// AuditedException defines model for AuditedException.
+type AuditedException struct {
+	// Applied Of those, the findings it suppresses when it applies (expiredOnFix lapses on a fixed one).
+	Applied int `json:"applied"`
+
+	// Covered Findings its selectors select in the view.
+	Covered         int          `json:"covered"`
+	CreatedAt       time.Time    `json:"createdAt"`
+	Exception       ExceptionRef `json:"exception"`
+	ExpiredOnFix    bool         `json:"expiredOnFix"`
+	ExpiresAt       time.Time    `json:"expiresAt"`
+	Owner           *string      `json:"owner,omitempty"`
+	State           AuditState   `json:"state"`
+	Status          VEXStatus    `json:"status"`
+	Ticket          *string      `json:"ticket,omitempty"`
+	Vulnerabilities []string     `json:"vulnerabilities"`
 }
 
 // Cause Why the report was written, decided by the server from the writer:
@@ -397,6 +556,25 @@ type EventMessage_Data struct {
 // EventType defines model for EventType.
 type EventType string
 
+// ExceptionAudit defines model for ExceptionAudit.
+type ExceptionAudit struct {
+	// Counts Exceptions per state, every state present.
+	Counts map[string]int     `json:"counts"`
+	Items  []AuditedException `json:"items"`
+}
+
+// ExceptionRef defines model for ExceptionRef.
+type ExceptionRef struct {
+	Kind ExceptionRefKind `json:"kind"`
+	Name string           `json:"name"`
+
+	// Namespace Absent for a ClusterVulnerabilityException.
+	Namespace *string `json:"namespace,omitempty"`
+}
+
+// ExceptionRefKind defines model for ExceptionRef.Kind.
+type ExceptionRefKind string
+
 // Finding defines model for Finding.
 type Finding struct {
 	CvssScore   *float64 `json:"cvssScore,omitempty"`
@@ -420,8 +598,11 @@ type Finding struct {
 	Severity Severity `json:"severity"`
 
 	// Source Vulnerability source name (nvd, alpine, ...).
-	Source string  `json:"source"`
-	Url    *string `json:"url,omitempty"`
+	Source string `json:"source"`
+
+	// Suppression The exception that suppresses a finding in this view; absent when the finding is active.
+	Suppression *Suppression `json:"suppression,omitempty"`
+	Url         *string      `json:"url,omitempty"`
 }
 
 // FindingsChanged Payload of crowsnest.findings.changed (events/v1 FindingsChanged). A
@@ -472,6 +653,18 @@ type LookupResponse struct {
 	Reports []LookupEntry `json:"reports"`
 }
 
+// OpenVEX An OpenVEX v0.2.0 document (https://github.com/openvex/spec); only the fields Crowsnest writes.
+type OpenVEX struct {
+	// Context Example: https://openvex.dev/ns/v0.2.0
+	Context    string         `json:"@context"`
+	Id         string         `json:"@id"`
+	Author     string         `json:"author"`
+	Statements []VEXStatement `json:"statements"`
+	Timestamp  time.Time      `json:"timestamp"`
+	Tooling    *string        `json:"tooling,omitempty"`
+	Version    int            `json:"version"`
+}
+
 // Package defines model for Package.
 type Package struct {
 	Name string `json:"name"`
@@ -491,6 +684,9 @@ type ReportDeleted struct {
 
 // ReportDetail ReportSummary fields, with one page of the findings themselves; the count of all of them is in findingCount.
 type ReportDetail struct {
+	// ActiveFindings Findings no exception suppresses in this view (activeFindings + suppressedFindings = findingCount).
+	ActiveFindings int `json:"activeFindings"`
+
 	// Cause Why the report was written, decided by the server from the writer:
 	// scan (the digest's first report), rescan (a later scan of a digest
 	// that had one), rematch (the matcher's rematch scope).
@@ -526,6 +722,9 @@ type ReportDetail struct {
 	Scan      *ScanStatus `json:"scan,omitempty"`
 	ScannedAt time.Time   `json:"scannedAt"`
 	StoredAt  time.Time   `json:"storedAt"`
+
+	// SuppressedFindings Findings an exception suppresses in this view.
+	SuppressedFindings int `json:"suppressedFindings"`
 }
 
 // ReportList defines model for ReportList.
@@ -707,6 +906,18 @@ type Stats struct {
 	TopVulnerabilities []TopVulnerability `json:"topVulnerabilities"`
 }
 
+// Suppression The exception that suppresses a finding in this view; absent when the finding is active.
+type Suppression struct {
+	ActionStatement *string      `json:"actionStatement,omitempty"`
+	Exception       ExceptionRef `json:"exception"`
+	ExpiresAt       time.Time    `json:"expiresAt"`
+
+	// Justification OpenVEX justification (status not_affected).
+	Justification *string   `json:"justification,omitempty"`
+	Statement     string    `json:"statement"`
+	Status        VEXStatus `json:"status"`
+}
+
 // TopVulnerability defines model for TopVulnerability.
 type TopVulnerability struct {
 	Id string `json:"id"`
@@ -715,6 +926,33 @@ type TopVulnerability struct {
 	Images   int      `json:"images"`
 	Severity Severity `json:"severity"`
 }
+
+// VEXComponent defines model for VEXComponent.
+type VEXComponent struct {
+	// Id A package URL.
+	Id            string `json:"@id"`
+	Subcomponents *[]struct {
+		Id string `json:"@id"`
+	} `json:"subcomponents,omitempty"`
+}
+
+// VEXStatement defines model for VEXStatement.
+type VEXStatement struct {
+	ActionStatement *string         `json:"action_statement,omitempty"`
+	ImpactStatement *string         `json:"impact_statement,omitempty"`
+	Justification   *string         `json:"justification,omitempty"`
+	Products        *[]VEXComponent `json:"products,omitempty"`
+	Status          VEXStatus       `json:"status"`
+	StatusNotes     *string         `json:"status_notes,omitempty"`
+	Supplier        *string         `json:"supplier,omitempty"`
+	Timestamp       *time.Time      `json:"timestamp,omitempty"`
+	Vulnerability   struct {
+		Name string `json:"name"`
+	} `json:"vulnerability"`
+}
+
+// VEXStatus defines model for VEXStatus.
+type VEXStatus string
 
 // VulnDBBatch defines model for VulnDBBatch.
 type VulnDBBatch struct {
@@ -746,10 +984,12 @@ type VulnDBRecord struct {
 
 // Vulnerability defines model for Vulnerability.
 type Vulnerability struct {
-	Description *string `json:"description,omitempty"`
-	Id          string  `json:"id"`
+	// ActiveImages Affected images (package findings) no exception suppresses in this view.
+	ActiveImages int     `json:"activeImages"`
+	Description  *string `json:"description,omitempty"`
+	Id           string  `json:"id"`
 
-	// Images The images carrying it, highest risk score first, then by image.
+	// Images The images carrying it, highest risk score first, then by image (filtered by suppressed).
 	Images []AffectedImage `json:"images"`
 
 	// Risk What Grype's CycloneDX says about a finding's exploitation: the EPSS
@@ -761,7 +1001,10 @@ type Vulnerability struct {
 	// ransomware use Grype's own score is up to 5 % higher).
 	Risk     Risk     `json:"risk"`
 	Severity Severity `json:"severity"`
-	Url      *string  `json:"url,omitempty"`
+
+	// SuppressedImages Affected images (package findings) an exception suppresses in this view.
+	SuppressedImages int     `json:"suppressedImages"`
+	Url              *string `json:"url,omitempty"`
 }
 
 // WorkloadImage defines model for WorkloadImage.
@@ -807,6 +1050,12 @@ type ChangeCursor = string
 // ChangeLimit defines model for ChangeLimit.
 type ChangeLimit = int
 
+// Suppressed defines model for Suppressed.
+type Suppressed string
+
+// ViewNamespace defines model for ViewNamespace.
+type ViewNamespace = string
+
 // BadRequest defines model for BadRequest.
 type BadRequest = Error
 
@@ -845,6 +1094,13 @@ type ListChangesParams struct {
 	// MinSeverity Only changes with a new, resolved or KEV-added finding of this severity or worse.
 	MinSeverity *Severity `form:"minSeverity,omitempty" json:"minSeverity,omitempty"`
 	Cause       *Cause    `form:"cause,omitempty" json:"cause,omitempty"`
+}
+
+// GetExceptionAuditParams defines parameters for GetExceptionAudit.
+type GetExceptionAuditParams struct {
+	// Namespace The view's namespace: exceptions of this namespace (and cluster ones) apply. Without it, the view is every namespace the caller may read (see "Exceptions" in docs/api.md).
+	Namespace *ViewNamespace `form:"namespace,omitempty" json:"namespace,omitempty"`
+	State     *AuditState    `form:"state,omitempty" json:"state,omitempty"`
 }
 
 // ListFindingsCSVParams defines parameters for ListFindingsCSV.
@@ -937,10 +1193,19 @@ type GetReportParams struct {
 
 	// FindingsCursor Opaque cursor from a previous page's findingsNextCursor, made for the same sort; any other value is 400 invalid_query.
 	FindingsCursor *string `form:"findingsCursor,omitempty" json:"findingsCursor,omitempty"`
+
+	// Namespace The view's namespace: exceptions of this namespace (and cluster ones) apply. Without it, the view is every namespace the caller may read (see "Exceptions" in docs/api.md).
+	Namespace *ViewNamespace `form:"namespace,omitempty" json:"namespace,omitempty"`
+
+	// Suppressed Findings suppressed by an exception in this view: false (default) leaves them out, true keeps only them, all keeps both; each is marked with its suppression.
+	Suppressed *GetReportParamsSuppressed `form:"suppressed,omitempty" json:"suppressed,omitempty"`
 }
 
 // GetReportParamsSort defines parameters for GetReport.
 type GetReportParamsSort string
+
+// GetReportParamsSuppressed defines parameters for GetReport.
+type GetReportParamsSuppressed string
 
 // PutReportJSONBody defines parameters for PutReport.
 type PutReportJSONBody = map[string]interface{}
@@ -967,11 +1232,32 @@ type ListReportChangesParams struct {
 	Cursor *ChangeCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// GetReportVEXParams defines parameters for GetReportVEX.
+type GetReportVEXParams struct {
+	// Namespace The view's namespace: exceptions of this namespace (and cluster ones) apply. Without it, the view is every namespace the caller may read (see "Exceptions" in docs/api.md).
+	Namespace *ViewNamespace `form:"namespace,omitempty" json:"namespace,omitempty"`
+
+	// PackageProducts Also name each covered package as a product of its own: what Grype needs when it scans an SBOM rather than the image (it then knows no image identity). Such a statement applies to the package wherever the document is used.
+	PackageProducts *bool `form:"packageProducts,omitempty" json:"packageProducts,omitempty"`
+}
+
 // ListScansParams defines parameters for ListScans.
 type ListScansParams struct {
 	Status *ScanState `form:"status,omitempty" json:"status,omitempty"`
 	Limit  *int       `form:"limit,omitempty" json:"limit,omitempty"`
 }
+
+// GetVulnerabilityParams defines parameters for GetVulnerability.
+type GetVulnerabilityParams struct {
+	// Namespace The view's namespace: exceptions of this namespace (and cluster ones) apply. Without it, the view is every namespace the caller may read (see "Exceptions" in docs/api.md).
+	Namespace *ViewNamespace `form:"namespace,omitempty" json:"namespace,omitempty"`
+
+	// Suppressed Findings suppressed by an exception in this view: false (default) leaves them out, true keeps only them, all keeps both; each is marked with its suppression.
+	Suppressed *GetVulnerabilityParamsSuppressed `form:"suppressed,omitempty" json:"suppressed,omitempty"`
+}
+
+// GetVulnerabilityParamsSuppressed defines parameters for GetVulnerability.
+type GetVulnerabilityParamsSuppressed string
 
 // ListWorkloadsParams defines parameters for ListWorkloads.
 type ListWorkloadsParams struct {

@@ -18,7 +18,7 @@ func TestDeployManifests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := []string{"deploy/dev/namespace.yaml", "deploy/samples/demo.yaml", "deploy/samples/scanner.yaml", "deploy/kind/local-registry-hosting.yaml"}
+	files := []string{"deploy/dev/namespace.yaml", "deploy/samples/demo.yaml", "deploy/samples/scanner.yaml", "deploy/samples/exceptions.yaml", "deploy/kind/local-registry-hosting.yaml"}
 	for _, f := range files {
 		data, err := os.ReadFile(filepath.Join(repoRoot, f))
 		if err != nil {

@@ -121,7 +121,7 @@ func TestRBACPerMode(t *testing.T) {
 		{[]string{"--set", "global.scan.namespaces={team-a}", "--set", "resultsApi.auth.mode=static"}, true, ResultsAPIReadRules},
 		// Every namespace reviewed (an authorizer other than RBAC): no RoleBinding watch.
 		{[]string{"--set", "global.scan.namespaces={team-a}", "--set", "resultsApi.readAuth.namespaces=all"}, true,
-			slices.Delete(slices.Clone(ResultsAPIRules), 2, 3)},
+			slices.Delete(slices.Clone(ResultsAPIRules), 3, 4)},
 	} {
 		objs, err := Template(ctx, repoRoot, releaseNS, tt.args...)
 		if err != nil {

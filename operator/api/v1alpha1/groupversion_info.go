@@ -18,7 +18,8 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Scanner{}, &ScannerList{}, &ClusterScanner{}, &ClusterScannerList{})
+	s.AddKnownTypes(GroupVersion, &Scanner{}, &ScannerList{}, &ClusterScanner{}, &ClusterScannerList{},
+		&VulnerabilityException{}, &VulnerabilityExceptionList{}, &ClusterVulnerabilityException{}, &ClusterVulnerabilityExceptionList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -150,4 +151,18 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// exceptionWatch configures --exceptions: a dynamic client of the
+// kubeconfig (or in-cluster) connection.
+func exceptionWatch(o *options) (*service.Exceptions, error) {
+	cfg, err := kubeConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client for exceptions: %w", err)
+	}
+	return &service.Exceptions{Client: dc, MaxLifetime: o.exceptionMaxLifetime}, nil
 }

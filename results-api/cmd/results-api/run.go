@@ -42,6 +42,8 @@ type options struct {
 	kubeconfig, rematchSAs, scanSA                               string
 	readAuth, proxyUser, proxyGroups, proxyCIDRs                 string
 	metricsAuth, readNamespaces                                  string
+	exceptions                                                   bool
+	exceptionMaxLifetime                                         time.Duration
 	verifyTokens                                                 bool
 	tlsCertFile, tlsKeyFile                                      string
 	maxBOMBytes                                                  int64
@@ -97,6 +99,8 @@ func bindFlags(fs *flag.FlagSet, o *options, getenv func(string) string) {
 	fs.DurationVar(&o.reportRetention, "report-retention", envDurationZero(env("CROWSNEST_REPORT_RETENTION", ""), 720*time.Hour), "delete the reports of images no namespace has run for longer than this (by the operator's inventory; reports of images never seen running are kept); publishes no event; 0 keeps every report (env CROWSNEST_REPORT_RETENTION)")
 	fs.DurationVar(&o.vulnInterval, "vuln-metrics-interval", envDurationZero(env("CROWSNEST_VULN_METRICS_INTERVAL", ""), vulnmetrics.DefaultInterval), "recompute the vulnerability metrics (crowsnest_vulnerabilities and kin) from the database this often, and about 2s after a report or inventory change this replica applies; 0 turns them off (env CROWSNEST_VULN_METRICS_INTERVAL)")
 	fs.IntVar(&o.vulnMaxNamespaces, "vuln-metrics-max-namespaces", int(envInt(env("CROWSNEST_VULN_METRICS_MAX_NAMESPACES", ""), vulnmetrics.DefaultMaxNamespaces)), "namespaces crowsnest_namespace_vulnerabilities exports at most, those with the most critical+high findings; crowsnest_namespace_vulnerabilities_truncated counts the others (env CROWSNEST_VULN_METRICS_MAX_NAMESPACES)")
+	fs.BoolVar(&o.exceptions, "exceptions", envBool(env("CROWSNEST_EXCEPTIONS", ""), false), "apply the cluster's triage decisions (VulnerabilityException, ClusterVulnerabilityException of crowsnest.dev) to reads: suppressed findings are marked and filtered, /reports/{digest}/vex and /exceptions/audit serve them; needs the CRDs and get, list and watch on them (env CROWSNEST_EXCEPTIONS)")
+	fs.DurationVar(&o.exceptionMaxLifetime, "exception-max-lifetime", envDuration(env("CROWSNEST_EXCEPTION_MAX_LIFETIME", ""), 90*24*time.Hour), "an exception whose expiresAt lies more than this after its creation never applies (admission cannot check it: Kubernetes CEL has no clock) (env CROWSNEST_EXCEPTION_MAX_LIFETIME)")
 	bindLimitFlags(fs, o, env)
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", envDuration(env("CROWSNEST_SHUTDOWN_TIMEOUT", ""), 20*time.Second), "time to finish requests on SIGTERM (env CROWSNEST_SHUTDOWN_TIMEOUT)")
 }
@@ -285,6 +289,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	default:
 		return fmt.Errorf("--read-auth %q: want kubernetes or open", o.readAuth)
+	}
+	if o.exceptions {
+		if cfg.Exceptions, err = exceptionWatch(o); err != nil {
+			return err
+		}
 	}
 	switch metricsAuthMode(o) {
 	case "open":

@@ -185,11 +185,27 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
+	mode, err := suppressedParam(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	v, err := viewOf(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
 	sum, err := s.cfg.Store.GetSummary(r.Context(), digest)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
+	sup, err := s.suppressionOf(r.Context(), v, digest, sum.Findings)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	fq.IDs = sup.filter(mode)
 	lease, err := s.read.take(r.Context(), int64(min(sum.Findings, fq.Limit))*DetailCostPerFinding)
 	if err != nil {
 		writeError(w, r, err)
@@ -203,6 +219,13 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 	}
 	d := api.NewReportDetail(&page.Report)
 	d.FindingsNextCursor = optString(page.NextCursor)
+	d.SuppressedFindings = len(sup.suppressed)
+	d.ActiveFindings = sum.Findings - d.SuppressedFindings
+	if len(sup.suppressed) > 0 {
+		for i, f := range page.FindingList {
+			d.Findings[i].Suppression = newSuppression(sup.set.Decide(exceptionFinding(digest, &f), sup.runsIn))
+		}
+	}
 	writeJSON(w, http.StatusOK, d)
 }
 

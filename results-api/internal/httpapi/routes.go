@@ -39,6 +39,7 @@ func (s *Server) Routes() chi.Router {
 				read.Get("/changes", s.listDigestChanges)
 				read.With(deadline(lim.DownloadTimeout)).Get("/sarif", s.getSARIF)
 				read.With(deadline(lim.DownloadTimeout)).Get("/findings.csv", s.getReportCSV)
+				read.Get("/vex", s.getVEX)
 				r.With(s.limitBody(vulnDBBodyLimit), updateOnly, s.requireWriter).Put("/vulndb", s.putVulnDB)
 			})
 		})
@@ -46,6 +47,7 @@ func (s *Server) Routes() chi.Router {
 		read.With(deadline(lim.DownloadTimeout)).Get("/findings.csv", s.listFindingsCSV)
 		read.Get("/vulnerabilities/{id}", s.getVulnerability)
 		read.Get("/scans", s.listScans)
+		read.Get("/exceptions/audit", s.getExceptionAudit)
 		read.Get("/stats", s.getStats)
 		read.Get("/workloads", s.listWorkloads)
 		// No deadline: the hub times each write and ping of the WebSocket.

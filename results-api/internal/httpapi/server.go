@@ -51,6 +51,9 @@ type Config struct {
 	Limits Limits
 	// Checks are /readyz's checks (nil: Postgres only).
 	Checks []Check
+	// Exceptions, when set, are the triage decisions applied to reads
+	// (--exceptions); nil applies none.
+	Exceptions ExceptionSource
 	// UI serves everything outside /api, /healthz, /readyz and /metrics.
 	UI     http.Handler
 	Logger *slog.Logger

@@ -1,11 +1,14 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/exception"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 )
 
 func (s *Server) getVulnerability(w http.ResponseWriter, r *http.Request) {
@@ -14,16 +17,61 @@ func (s *Server) getVulnerability(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, badQuery("vulnerability id must be 1 to 200 characters"))
 		return
 	}
+	mode, err := suppressedParam(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	view, err := viewOf(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
 	v, err := s.cfg.Store.GetVulnerability(r.Context(), id)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
+	marks, err := s.suppressImages(r.Context(), view, v.ID, v.Images)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
 	out := api.Vulnerability{Id: v.ID, Severity: api.Severity(v.Severity.String()), Risk: api.NewRisk(v.Risk),
-		Description: optString(v.Description), Url: optString(v.URL), Images: make([]api.AffectedImage, len(v.Images))}
+		Description: optString(v.Description), Url: optString(v.URL), Images: make([]api.AffectedImage, 0, len(v.Images))}
 	for i, a := range v.Images {
-		out.Images[i] = api.AffectedImage{Digest: a.Digest, Image: a.Image, Package: a.Package, Version: a.Version, FixedIn: a.FixedIn,
-			Risk: api.NewRisk(a.Risk)}
+		if marks[i] != nil {
+			out.SuppressedImages++
+		} else {
+			out.ActiveImages++
+		}
+		if !mode.keeps(marks[i] != nil) {
+			continue
+		}
+		out.Images = append(out.Images, api.AffectedImage{Digest: a.Digest, Image: a.Image, Package: a.Package, Version: a.Version,
+			FixedIn: a.FixedIn, Risk: api.NewRisk(a.Risk), Suppression: newSuppression(marks[i])})
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// suppressImages decides each affected image's finding in view v: one
+// inventory query for all their digests, none without exceptions.
+func (s *Server) suppressImages(ctx context.Context, v view, vulnID string, images []store.Affected) ([]*exception.Exception, error) {
+	marks := make([]*exception.Exception, len(images))
+	set := s.exceptions()
+	if set.Len() == 0 || len(images) == 0 {
+		return marks, nil
+	}
+	digests := make([]string, len(images))
+	for i, a := range images {
+		digests[i] = a.Digest
+	}
+	running, err := s.cfg.Store.NamespacesOfDigests(ctx, digests)
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range images {
+		marks[i] = set.Decide(exception.Finding{Digest: a.Digest, VulnID: vulnID, PURL: a.PURL, FixedIn: a.FixedIn}, v.runsIn(running[a.Digest]))
+	}
+	return marks, nil
 }

@@ -32,6 +32,9 @@ type Metrics struct {
 	EventsFailed     *prometheus.CounterVec // subject, stage: publish|consume
 	EventsInvalid    *prometheus.CounterVec // subject, reason: events/v1 Reason
 	DBErrors         *prometheus.CounterVec // op
+	// Exceptions counts the triage exceptions by audit state (set every
+	// five minutes with --exceptions).
+	Exceptions *prometheus.GaugeVec // state: expired|invalid_expiry|lapsed_on_fix|stale|expiring|active
 
 	// Resource limits (httpapi.Limits, the hub's client caps).
 	LimitRefusals     *prometheus.CounterVec // limit: ingest_memory|read_memory|findings|websocket_per_address|websocket_total
@@ -81,9 +84,12 @@ func New() *Metrics {
 			[]string{"subject", "reason"}),
 		DBErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "db_errors_total", Help: "Failed database operations."}, []string{"op"}),
+		Exceptions: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
+			Name: "exceptions", Help: "Triage exceptions (VulnerabilityException, ClusterVulnerabilityException) by audit state: expired, invalid_expiry, lapsed_on_fix, stale, expiring (within 7 days), active."},
+			[]string{"state"}),
 	}
 	m.Registry.MustRegister(m.HTTPDuration, m.ReportsIngested, m.IngestBytes, m.FindingsStored,
-		m.WebSocketClients, m.WebSocketDropped, m.EventsPublished, m.EventsConsumed, m.EventsFailed, m.EventsInvalid, m.DBErrors,
+		m.WebSocketClients, m.WebSocketDropped, m.EventsPublished, m.EventsConsumed, m.EventsFailed, m.EventsInvalid, m.DBErrors, m.Exceptions,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registerLimits()
 	m.registerOutbox()

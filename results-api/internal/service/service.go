@@ -43,6 +43,9 @@ type Config struct {
 	// --read-auth=kubernetes); nil serves them to anyone (open), which is
 	// what in-process harnesses of other modules rely on.
 	Reads *ReadAuth
+	// Exceptions, when set, applies the cluster's triage exceptions to
+	// reads; nil applies none.
+	Exceptions *Exceptions
 	// SeparateMetrics leaves /metrics out of Handler; the caller serves
 	// Metrics.Handler() on a listener of its own.
 	SeparateMetrics bool
@@ -116,6 +119,7 @@ type Service struct {
 	stopVulns     context.CancelFunc
 	vulns         sync.WaitGroup
 	stopRBAC      func()
+	stopExcept    func()
 	stopRiskfill  context.CancelFunc
 	riskfill      sync.WaitGroup
 }
@@ -207,12 +211,27 @@ func New(ctx context.Context, c Config) (*Service, error) {
 		reads = &authz.Reader{Static: static, Reviewer: c.Reads.Reviewer, Audience: c.Reads.Audience, Writers: c.Reads.Writers,
 			Scopes: scopes, Proxy: c.Reads.Proxy, Now: c.Reads.Now}
 	}
-	api := httpapi.New(httpapi.Config{
+	var except httpapi.ExceptionSource
+	stopExcept := func() {}
+	if c.Exceptions != nil {
+		w, stop, err := startExceptions(ctx, c.Exceptions)
+		if err != nil {
+			stopRBAC()
+			bus.Close()
+			_ = st.Close()
+			return nil, err
+		}
+		actx, stopAudit := context.WithCancel(context.WithoutCancel(ctx))
+		var audits sync.WaitGroup
+		audits.Go(func() { auditExceptions(actx, w, st, m, c.Exceptions.AuditInterval, c.Logger) })
+		except, stopExcept = w, func() { stopAudit(); audits.Wait(); stop() }
+	}
+	api := httpapi.New(httpapi.Config{Exceptions: except,
 		Reads: reads, ReadRecheck: recheck, Store: st, Hub: h, Notifier: triggering{bus, vulns}, Auth: auth, Metrics: m, NoMetrics: c.SeparateMetrics, Scrapers: c.Scrapers, MaxBOMBytes: c.MaxBOMBytes, Limits: c.Limits, UI: c.UI, Logger: c.Logger,
 		Checks: checks(st, bus, c.NATSURL != ""),
 	})
 	svc := &Service{Handler: api.Handler(), Store: st, Hub: h, Bus: bus, Metrics: m, MetricsHandler: httpapi.ProtectMetrics(m.Handler(), c.Scrapers),
-		stopRetention: func() {}, stopVulns: func() {}, stopRBAC: stopRBAC}
+		stopRetention: func() {}, stopVulns: func() {}, stopRBAC: stopRBAC, stopExcept: stopExcept}
 	if vulns != nil {
 		vctx, cancel := context.WithCancel(ctx)
 		svc.stopVulns = cancel
@@ -287,6 +306,7 @@ func (s *Service) Close() {
 	s.stopRiskfill()
 	s.riskfill.Wait()
 	s.stopRBAC()
+	s.stopExcept()
 	s.stopRetention()
 	s.retention.Wait()
 	s.stopVulns()

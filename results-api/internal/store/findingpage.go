@@ -27,6 +27,7 @@ type FindingQuery struct {
 	Limit  int          // findings per page, at least 1
 	Cursor string       // a previous page's NextCursor for the same Order; empty for the first page
 	Risk   RiskFilter   // keeps KEV-listed findings, or those at or above an EPSS score
+	IDs    *IDFilter    // keeps or leaves out findings by row id (suppressed ones); nil: all
 }
 
 // ReportPage is a report's summary with one page of its findings.
@@ -109,6 +110,10 @@ func (s *Store) GetReport(ctx context.Context, digest string, q FindingQuery) (*
 	db := s.db.WithContext(ctx).Where("digest = ?", digest)
 	if rw, rargs := findingRiskFilters("findings", q.Risk, nil, nil); len(rw) > 0 {
 		db = db.Where(strings.Join(rw, " AND "), rargs...)
+	}
+	if q.IDs != nil {
+		cond, args := q.IDs.sql()
+		db = db.Where(cond, args...)
 	}
 	if after != nil {
 		cond, args := keysetAfter(keys, after)

@@ -12,6 +12,7 @@ const maxAffected = 1000
 // Affected is one image carrying a vulnerability.
 type Affected struct {
 	Digest, Image, Package, Version string
+	PURL                            string
 	FixedIn                         []string
 	Risk                            report.Risk
 }
@@ -32,6 +33,7 @@ type Vulnerability struct {
 func (s *Store) GetVulnerability(ctx context.Context, id string) (*Vulnerability, error) {
 	var rows []struct {
 		VulnID, Description, Digest, PkgName, PkgVersion, Image string
+		PURL                                                    string `gorm:"column:purl"`
 		URL                                                     string `gorm:"column:url"`
 		Severity                                                int
 		FixedIn                                                 []string `gorm:"serializer:json"`
@@ -41,7 +43,7 @@ func (s *Store) GetVulnerability(ctx context.Context, id string) (*Vulnerability
 	}
 	where, args := addScope(ctx, "f.digest", []string{"lower(f.vuln_id) = lower(?)"}, []any{id})
 	err := s.db.WithContext(ctx).Raw(`SELECT f.vuln_id, f.severity, f.description, f.url, f.digest, f.pkg_name,
- f.pkg_version, f.fixed_in, f.epss, f.kev, f.risk, r.image FROM findings f JOIN reports r ON r.digest = f.digest`+whereSQL(where)+
+ f.pkg_version, f.purl, f.fixed_in, f.epss, f.kev, f.risk, r.image FROM findings f JOIN reports r ON r.digest = f.digest`+whereSQL(where)+
 		` ORDER BY f.risk DESC, r.image, f.digest, f.pkg_name LIMIT ?`, append(args, maxAffected)...).Scan(&rows).Error
 	if err != nil {
 		return nil, s.fail("get vulnerability", err)
@@ -65,7 +67,7 @@ func (s *Store) GetVulnerability(ctx context.Context, id string) (*Vulnerability
 			fixed = []string{}
 		}
 		rk := report.Risk{EPSS: r.EPSS, KEV: r.KEV, Score: r.Risk}
-		v.Images[i] = Affected{Digest: r.Digest, Image: r.Image, Package: r.PkgName, Version: r.PkgVersion, FixedIn: fixed, Risk: rk}
+		v.Images[i] = Affected{Digest: r.Digest, Image: r.Image, Package: r.PkgName, Version: r.PkgVersion, PURL: r.PURL, FixedIn: fixed, Risk: rk}
 		v.Risk.KEV = v.Risk.KEV || rk.KEV
 		v.Risk.Score = max(v.Risk.Score, rk.Score)
 		if rk.EPSS != nil && (v.Risk.EPSS == nil || *rk.EPSS > *v.Risk.EPSS) {

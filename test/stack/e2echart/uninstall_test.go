@@ -39,7 +39,8 @@ func uninstall(ctx context.Context, t *testing.T) []string {
 	if _, err := tool(ctx, t, "helm", "uninstall", release, "-n", namespace, "--wait", "--timeout=3m"); err != nil {
 		t.Fatalf("helm uninstall: %v", err)
 	}
-	if _, err := tool(ctx, t, "kubectl", "delete", "crd", "scanners.crowsnest.dev", "clusterscanners.crowsnest.dev", "--wait=true", "--timeout=2m"); err != nil {
+	if _, err := tool(ctx, t, "kubectl", "delete", "crd", "scanners.crowsnest.dev", "clusterscanners.crowsnest.dev",
+		"vulnerabilityexceptions.crowsnest.dev", "clustervulnerabilityexceptions.crowsnest.dev", "--wait=true", "--timeout=2m"); err != nil {
 		t.Errorf("delete the CRDs: %v", err)
 	}
 	types, err := tool(ctx, t, "kubectl", "api-resources", "--verbs=list", "-o", "name")

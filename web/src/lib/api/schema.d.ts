@@ -190,6 +190,37 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/reports/{digest}/vex": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Image manifest digest. */
+                digest: components["parameters"]["Digest"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The triage decisions about the image as an OpenVEX v0.2.0 document.
+         * @description One statement per exception and vulnerability id that suppresses
+         *     findings of this image in the caller's view (namespace, as for the
+         *     report): the image is the product (pkg:oci/<name>@<digest> with
+         *     repository_url), the packages it covers there its subcomponents.
+         *     For not_affected the justification is set and the reason goes into
+         *     status_notes (OpenVEX allows a justification or an impact statement,
+         *     not both); without a justification the reason is the
+         *     impact_statement. Feed it to `grype --vex`. 404 no_decisions when
+         *     no exception applies (an OpenVEX document needs a statement).
+         */
+        get: operations["getReportVEX"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/reports/{digest}/changes": {
         parameters: {
             query?: never;
@@ -306,6 +337,36 @@ export interface paths {
         };
         /** Which images carry a vulnerability. */
         get: operations["getVulnerability"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/exceptions/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every triage exception of the caller's view, with its audit state.
+         * @description States, one per exception, worst first: expired (expiresAt has
+         *     passed), invalid_expiry (expiresAt lies more than
+         *     --exception-max-lifetime after the exception's creation: admission
+         *     cannot check it, Kubernetes CEL has no clock), lapsed_on_fix
+         *     (expiredOnFix, and every finding it covers has a fix version),
+         *     stale (covers no finding of any report in the view: for a
+         *     namespaced exception, of the images running in its namespace),
+         *     expiring (applies, and expires within 7 days), active. A caller
+         *     limited to namespaces sees the cluster exceptions and those of its
+         *     namespaces, judged against the images running there only. 404
+         *     exceptions_off when results-api runs without --exceptions.
+         */
+        get: operations["getExceptionAudit"];
         put?: never;
         post?: never;
         delete?: never;
@@ -627,6 +688,86 @@ export interface components {
             description?: string;
             url?: string;
             risk: components["schemas"]["Risk"];
+            suppression?: components["schemas"]["Suppression"];
+        };
+        /** @description The exception that suppresses a finding in this view; absent when the finding is active. */
+        Suppression: {
+            exception: components["schemas"]["ExceptionRef"];
+            status: components["schemas"]["VEXStatus"];
+            /** @description OpenVEX justification (status not_affected). */
+            justification?: string;
+            statement: string;
+            actionStatement?: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        ExceptionRef: {
+            /** @enum {string} */
+            kind: "VulnerabilityException" | "ClusterVulnerabilityException";
+            /** @description Absent for a ClusterVulnerabilityException. */
+            namespace?: string;
+            name: string;
+        };
+        /** @enum {string} */
+        VEXStatus: "not_affected" | "affected" | "fixed" | "under_investigation";
+        /** @enum {string} */
+        AuditState: "expired" | "invalid_expiry" | "lapsed_on_fix" | "stale" | "expiring" | "active";
+        AuditedException: {
+            exception: components["schemas"]["ExceptionRef"];
+            state: components["schemas"]["AuditState"];
+            status: components["schemas"]["VEXStatus"];
+            vulnerabilities: string[];
+            /** Format: date-time */
+            expiresAt: string;
+            /** Format: date-time */
+            createdAt: string;
+            expiredOnFix: boolean;
+            owner?: string;
+            ticket?: string;
+            /** @description Findings its selectors select in the view. */
+            covered: number;
+            /** @description Of those, the findings it suppresses when it applies (expiredOnFix lapses on a fixed one). */
+            applied: number;
+        };
+        ExceptionAudit: {
+            items: components["schemas"]["AuditedException"][];
+            /** @description Exceptions per state, every state present. */
+            counts: {
+                [key: string]: number;
+            };
+        };
+        /** @description An OpenVEX v0.2.0 document (https://github.com/openvex/spec); only the fields Crowsnest writes. */
+        OpenVEX: {
+            /** @example https://openvex.dev/ns/v0.2.0 */
+            "@context": string;
+            "@id": string;
+            author: string;
+            /** Format: date-time */
+            timestamp: string;
+            version: number;
+            tooling?: string;
+            statements: components["schemas"]["VEXStatement"][];
+        };
+        VEXStatement: {
+            vulnerability: {
+                name: string;
+            };
+            /** Format: date-time */
+            timestamp?: string;
+            products?: components["schemas"]["VEXComponent"][];
+            status: components["schemas"]["VEXStatus"];
+            status_notes?: string;
+            justification?: string;
+            impact_statement?: string;
+            action_statement?: string;
+            supplier?: string;
+        };
+        VEXComponent: {
+            /** @description A package URL. */
+            "@id": string;
+            subcomponents?: {
+                "@id": string;
+            }[];
         };
         /**
          * @description What Grype's CycloneDX says about a finding's exploitation: the EPSS
@@ -670,6 +811,10 @@ export interface components {
             fixable: number;
             /** @description Number of findings of the report (all pages). */
             findingCount: number;
+            /** @description Findings no exception suppresses in this view (activeFindings + suppressedFindings = findingCount). */
+            activeFindings: number;
+            /** @description Findings an exception suppresses in this view. */
+            suppressedFindings: number;
             /** @description Findings listed in CISA's KEV catalog (all pages). */
             kev: number;
             /**
@@ -701,6 +846,7 @@ export interface components {
             version: string;
             fixedIn: string[];
             risk: components["schemas"]["Risk"];
+            suppression?: components["schemas"]["Suppression"];
         };
         Vulnerability: {
             id: string;
@@ -708,8 +854,12 @@ export interface components {
             description?: string;
             url?: string;
             risk: components["schemas"]["Risk"];
-            /** @description The images carrying it, highest risk score first, then by image. */
+            /** @description The images carrying it, highest risk score first, then by image (filtered by suppressed). */
             images: components["schemas"]["AffectedImage"][];
+            /** @description Affected images (package findings) no exception suppresses in this view. */
+            activeImages: number;
+            /** @description Affected images (package findings) an exception suppresses in this view. */
+            suppressedImages: number;
         };
         ScanList: {
             items: components["schemas"]["ScanStatus"][];
@@ -1004,6 +1154,10 @@ export interface components {
         ChangeLimit: number;
         /** @description Opaque cursor from a previous page's nextCursor, with the same filters; any other value is 400 invalid_query. */
         ChangeCursor: string;
+        /** @description The view's namespace: exceptions of this namespace (and cluster ones) apply. Without it, the view is every namespace the caller may read (see "Exceptions" in docs/api.md). */
+        ViewNamespace: string;
+        /** @description Findings suppressed by an exception in this view: false (default) leaves them out, true keeps only them, all keeps both; each is marked with its suppression. */
+        Suppressed: "false" | "true" | "all";
     };
     requestBodies: never;
     headers: never;
@@ -1126,6 +1280,10 @@ export interface operations {
                 findingsLimit?: number;
                 /** @description Opaque cursor from a previous page's findingsNextCursor, made for the same sort; any other value is 400 invalid_query. */
                 findingsCursor?: string;
+                /** @description The view's namespace: exceptions of this namespace (and cluster ones) apply. Without it, the view is every namespace the caller may read (see "Exceptions" in docs/api.md). */
+                namespace?: components["parameters"]["ViewNamespace"];
+                /** @description Findings suppressed by an exception in this view: false (default) leaves them out, true keeps only them, all keeps both; each is marked with its suppression. */
+                suppressed?: components["parameters"]["Suppressed"];
             };
             header?: never;
             path: {
@@ -1310,6 +1468,38 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    getReportVEX: {
+        parameters: {
+            query?: {
+                /** @description The view's namespace: exceptions of this namespace (and cluster ones) apply. Without it, the view is every namespace the caller may read (see "Exceptions" in docs/api.md). */
+                namespace?: components["parameters"]["ViewNamespace"];
+                /** @description Also name each covered package as a product of its own: what Grype needs when it scans an SBOM rather than the image (it then knows no image identity). Such a statement applies to the package wherever the document is used. */
+                packageProducts?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description Image manifest digest. */
+                digest: components["parameters"]["Digest"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The OpenVEX document. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenVEX"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listReportChanges: {
         parameters: {
             query?: {
@@ -1455,7 +1645,12 @@ export interface operations {
     };
     getVulnerability: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The view's namespace: exceptions of this namespace (and cluster ones) apply. Without it, the view is every namespace the caller may read (see "Exceptions" in docs/api.md). */
+                namespace?: components["parameters"]["ViewNamespace"];
+                /** @description Findings suppressed by an exception in this view: false (default) leaves them out, true keeps only them, all keeps both; each is marked with its suppression. */
+                suppressed?: components["parameters"]["Suppressed"];
+            };
             header?: never;
             path: {
                 id: string;
@@ -1473,6 +1668,34 @@ export interface operations {
                     "application/json": components["schemas"]["Vulnerability"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getExceptionAudit: {
+        parameters: {
+            query?: {
+                /** @description The view's namespace: exceptions of this namespace (and cluster ones) apply. Without it, the view is every namespace the caller may read (see "Exceptions" in docs/api.md). */
+                namespace?: components["parameters"]["ViewNamespace"];
+                state?: components["schemas"]["AuditState"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The exceptions (filtered by state) and the count per state (unfiltered). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExceptionAudit"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];

@@ -1,0 +1,126 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/crowsnest-dev/crowsnest/test/support"
+	"github.com/crowsnest-dev/crowsnest/test/support/kubetest"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/exception"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/service"
+)
+
+// BenchmarkExceptionQuery reads 10,000 seeded reports (20 findings each,
+// each image running in one of 200 namespaces) with 1,000 exceptions
+// (990 namespaced, 10 cluster-wide) watched from a real kube-apiserver:
+// the list page, a report detail with suppressed findings (counts and the
+// suppressed filter), the CVE view and the audit. (Smoke mode: 500
+// reports of 5 findings, 100 exceptions.)
+func BenchmarkExceptionQuery(b *testing.B) {
+	reports, perReport, exceptions := 10_000, 20, 1_000
+	if smoke {
+		reports, perReport, exceptions = 500, 5, 100
+	}
+	root, err := support.RepoRoot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, stop, err := kubetest.Start(kubetest.WithCRDs(filepath.Join(root, "helm", "crowsnest", "crds")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = stop() })
+	cfg.QPS, cfg.Burst = 1000, 2000
+	dc := dynamic.NewForConfigOrDie(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	createExceptions(ctx, b, cfg, exceptions)
+
+	srv := apitest.Start(b, func(c *service.Config) { c.Exceptions = &service.Exceptions{Client: dc} })
+	seed(b, srv.DatabaseURL, reports, perReport)
+	seedInventory(b, srv.DatabaseURL, reports, 200)
+	c := httpClient(1)
+	get := func(path string) []byte {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		out, err := do(c, req, http.StatusOK)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return out
+	}
+	// Image 42 runs in ns-0042, whose exception covers its CVE-2025-00425.
+	digest := fmt.Sprintf("sha256:%064x", 42)
+	cases := []struct{ name, path, mustContain string }{
+		{"list-page50", "/api/v1/reports?limit=50", fmt.Sprintf(`"total":%d`, reports)},
+		{"report-detail", "/api/v1/reports/" + digest, `"suppressedFindings":1`},
+		{"report-detail-suppressed", "/api/v1/reports/" + digest + "?suppressed=true", `"suppression":{`},
+		{"vulnerability", "/api/v1/vulnerabilities/CVE-2025-00042?suppressed=all", `"suppressedImages":`},
+		{"audit", "/api/v1/exceptions/audit?state=stale", `"counts":`},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			lat := make([]time.Duration, b.N)
+			b.ResetTimer()
+			for i := range b.N {
+				t0 := time.Now()
+				out := get(tc.path)
+				lat[i] = time.Since(t0)
+				if i == 0 && !strings.Contains(string(out), tc.mustContain) {
+					b.Fatalf("GET %s: %.300s lacks %s", tc.path, out, tc.mustContain)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(ms(p99(lat)), "p99-ms")
+		})
+	}
+}
+
+// createExceptions writes n exceptions: 10 cluster-wide ones (one on
+// CVE-2025-00042, packages pkg1–pkg9 only), the others namespaced in
+// ns-0000…ns-0199 on the CVE id of their index; ns-0042 has one on
+// CVE-2025-00425 (image 42's first finding).
+func createExceptions(ctx context.Context, b *testing.B, cfg *rest.Config, n int) {
+	b.Helper()
+	kc, dc := kubernetes.NewForConfigOrDie(cfg), dynamic.NewForConfigOrDie(cfg)
+	for i := range 200 {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ns-%04d", i)}}
+		if _, err := kc.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	expires := time.Now().Add(60 * 24 * time.Hour).UTC().Format(time.RFC3339)
+	for k := range n {
+		spec := map[string]any{"status": "not_affected", "justification": "vulnerable_code_not_present",
+			"statement": "benchmark", "expiresAt": expires, "vulnerabilities": []any{fmt.Sprintf("CVE-2025-%05d", k%2000)}}
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "crowsnest.dev/v1alpha1", "spec": spec}}
+		u.SetName(fmt.Sprintf("x%04d", k))
+		res := dc.Resource(exception.NamespacedResource).Namespace(fmt.Sprintf("ns-%04d", k%200))
+		u.SetKind(exception.KindNamespaced)
+		switch {
+		case k < 10:
+			spec["vulnerabilities"], spec["packages"] = []any{"CVE-2025-00042"}, []any{fmt.Sprintf("pkg:apk/alpine/pkg%d@*", k)}
+			res = dc.Resource(exception.ClusterResource).Namespace("")
+			u.SetKind(exception.KindCluster)
+		case k == 10:
+			spec["vulnerabilities"] = []any{"CVE-2025-00425"}
+			res = dc.Resource(exception.NamespacedResource).Namespace("ns-0042")
+		}
+		if _, err := res.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			b.Fatalf("create exception %d: %v", k, err)
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package exception
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Policy is how exceptions are judged against the clock.
+type Policy struct {
+	// MaxLifetime bounds expiresAt - creation (0: no bound).
+	MaxLifetime time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+func (p Policy) now() time.Time {
+	if p.Now == nil {
+		return time.Now()
+	}
+	return p.Now()
+}
+
+// Set is an immutable snapshot of every exception, indexed by
+// vulnerability id. Safe for concurrent use.
+type Set struct {
+	all    []*Exception
+	byVuln map[string][]*Exception
+	policy Policy
+}
+
+// NewSet indexes list. Within an id, cluster exceptions come first, then
+// namespaced ones by namespace and name, so that decisions are stable.
+func NewSet(list []*Exception, policy Policy) *Set {
+	s := &Set{all: slices.Clone(list), byVuln: map[string][]*Exception{}, policy: policy}
+	slices.SortFunc(s.all, compareExceptions)
+	for _, e := range s.all {
+		for _, id := range e.Vulnerabilities {
+			s.byVuln[id] = append(s.byVuln[id], e)
+		}
+	}
+	return s
+}
+
+func compareExceptions(a, b *Exception) int {
+	if a.Cluster() != b.Cluster() {
+		if a.Cluster() {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
+// All returns every exception, cluster ones first (do not modify).
+func (s *Set) All() []*Exception {
+	if s == nil {
+		return nil
+	}
+	return s.all
+}
+
+// Len is the number of exceptions.
+func (s *Set) Len() int { return len(s.All()) }
+
+// Policy returns the policy s judges with.
+func (s *Set) Policy() Policy {
+	if s == nil {
+		return Policy{}
+	}
+	return s.policy
+}
+
+// applies reports whether e suppresses f now.
+func (s *Set) applies(e *Exception, f Finding, now time.Time) bool {
+	return e.State(now, s.policy.MaxLifetime) == Active && e.Covers(f) && !e.LapsedOnFix(f)
+}
+
+// Decide returns the exception that suppresses f in a view in which f's
+// image runs in the namespaces runsIn (the namespaces of the view where
+// the digest runs), or nil when f stays active. A cluster exception
+// suppresses f in every view. Namespaced exceptions suppress f only when
+// each namespace of runsIn has one that applies: a team's decision never
+// hides a finding from a view that includes another namespace running the
+// same image without such a decision. With runsIn empty (the image runs in
+// none of the view's namespaces) only cluster exceptions apply.
+func (s *Set) Decide(f Finding, runsIn []string) *Exception {
+	if s == nil {
+		return nil
+	}
+	cands := s.byVuln[strings.ToUpper(f.VulnID)]
+	if len(cands) == 0 {
+		return nil
+	}
+	now := s.policy.now()
+	var first *Exception
+	for _, e := range cands {
+		if !e.Cluster() {
+			break // cluster exceptions sort first
+		}
+		if s.applies(e, f, now) {
+			return e
+		}
+	}
+	for _, ns := range runsIn {
+		var found *Exception
+		for _, e := range cands {
+			if !e.Cluster() && e.Namespace == ns && s.applies(e, f, now) {
+				found = e
+				break
+			}
+		}
+		if found == nil {
+			return nil
+		}
+		if first == nil {
+			first = found
+		}
+	}
+	return first
+}
+
+// ForDigest returns the exceptions that could apply to digest in a view
+// whose namespaces where it runs are runsIn: every active cluster
+// exception and the active namespaced ones of runsIn, whose images (when
+// set) include digest. Use it to describe decisions (VEX); use Decide to
+// judge a finding.
+func (s *Set) ForDigest(digest string, runsIn []string) []*Exception {
+	now := s.policy.now()
+	var out []*Exception
+	for _, e := range s.All() {
+		if e.State(now, s.policy.MaxLifetime) != Active {
+			continue
+		}
+		if len(e.Images) > 0 && !slices.Contains(e.Images, digest) {
+			continue
+		}
+		if e.Cluster() || slices.Contains(runsIn, e.Namespace) {
+			out = append(out, e)
+		}
+	}
+	return out
+}

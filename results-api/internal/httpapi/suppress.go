@@ -1,0 +1,157 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"slices"
+
+	"github.com/crowsnest-dev/crowsnest/results-api/api"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/exception"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
+)
+
+// ExceptionSource hands out the current triage decisions
+// (exception.Watcher).
+type ExceptionSource interface {
+	Set() *exception.Set
+}
+
+// suppressedMode is the suppressed query parameter.
+type suppressedMode string
+
+const (
+	activeOnly     suppressedMode = "false"
+	suppressedOnly suppressedMode = "true"
+	bothModes      suppressedMode = "all"
+)
+
+func suppressedParam(r *http.Request) (suppressedMode, error) {
+	switch m := suppressedMode(r.URL.Query().Get("suppressed")); m {
+	case "":
+		return activeOnly, nil
+	case activeOnly, suppressedOnly, bothModes:
+		return m, nil
+	}
+	return "", badQuery("suppressed must be false, true or all")
+}
+
+// keeps reports whether a finding, suppressed or not, is shown in mode m.
+func (m suppressedMode) keeps(suppressed bool) bool {
+	return m == bothModes || suppressed == (m == suppressedOnly)
+}
+
+// view is whose eyes a read looks through: the namespaces whose
+// exceptions may apply. all is true for a caller who may read every
+// namespace and asked for none in particular.
+type view struct {
+	all        bool
+	namespaces []string
+}
+
+// viewOf is r's view: the namespace query parameter, within the caller's
+// scope; the caller's namespaces without it; every namespace for a
+// cluster-wide caller. A namespace outside the scope makes an empty view
+// (only cluster exceptions apply), never a wider one.
+func viewOf(r *http.Request) (view, error) {
+	ns := r.URL.Query().Get("namespace")
+	if len(ns) > 63 {
+		return view{}, badQuery("namespace must be at most 63 characters")
+	}
+	sc, scoped := store.ScopeOf(r.Context())
+	switch {
+	case ns == "" && !scoped:
+		return view{all: true}, nil
+	case ns == "":
+		return view{namespaces: sc.Namespaces}, nil
+	case scoped && !slices.Contains(sc.Namespaces, ns):
+		return view{}, nil
+	}
+	return view{namespaces: []string{ns}}, nil
+}
+
+// runsIn narrows the namespaces a digest runs in to the view's.
+func (v view) runsIn(running []string) []string {
+	if v.all {
+		return running
+	}
+	var out []string
+	for _, ns := range running {
+		if slices.Contains(v.namespaces, ns) {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// exceptions is the current set (nil without a source: nothing applies).
+func (s *Server) exceptions() *exception.Set {
+	if s.cfg.Exceptions == nil {
+		return nil
+	}
+	return s.cfg.Exceptions.Set()
+}
+
+// digestSuppression is how one report's findings stand in one view.
+type digestSuppression struct {
+	set        *exception.Set
+	runsIn     []string
+	suppressed []int64 // finding row ids, sorted
+	total      int
+}
+
+// suppressionOf decides every finding of digest in r's view. It reads the
+// findings' keys only when an exception could apply to the digest.
+func (s *Server) suppressionOf(ctx context.Context, v view, digest string, total int) (*digestSuppression, error) {
+	d := &digestSuppression{set: s.exceptions(), total: total}
+	if d.set.Len() == 0 {
+		return d, nil
+	}
+	running, err := s.cfg.Store.NamespacesOf(ctx, digest)
+	if err != nil {
+		return nil, err
+	}
+	d.runsIn = v.runsIn(running)
+	if len(d.set.ForDigest(digest, d.runsIn)) == 0 {
+		return d, nil
+	}
+	keys, err := s.cfg.Store.FindingKeys(ctx, digest)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		if d.set.Decide(exception.Finding{Digest: digest, VulnID: k.VulnID, PURL: k.PURL, FixedIn: k.FixedIn}, d.runsIn) != nil {
+			d.suppressed = append(d.suppressed, k.ID)
+		}
+	}
+	return d, nil
+}
+
+// filter is the store's id filter for mode (nil: no filter needed).
+func (d *digestSuppression) filter(m suppressedMode) *store.IDFilter {
+	switch {
+	case m == bothModes:
+		return nil
+	case m == activeOnly && len(d.suppressed) == 0:
+		return nil
+	}
+	return &store.IDFilter{IDs: d.suppressed, Keep: m == suppressedOnly}
+}
+
+// newSuppression renders the exception e as a finding's mark.
+func newSuppression(e *exception.Exception) *api.Suppression {
+	if e == nil {
+		return nil
+	}
+	ref := api.ExceptionRef{Kind: api.ExceptionRefKind(e.Kind), Name: e.Name}
+	if e.Namespace != "" {
+		ref.Namespace = &e.Namespace
+	}
+	return &api.Suppression{Exception: ref, Status: api.VEXStatus(e.Status), Justification: optString(e.Justification),
+		Statement: e.Statement, ActionStatement: optString(e.ActionStatement), ExpiresAt: e.ExpiresAt}
+}
+
+// exceptionFinding is what deciding f of digest reads.
+func exceptionFinding(digest string, f *report.Finding) exception.Finding {
+	return exception.Finding{Digest: digest, VulnID: f.ID, PURL: f.Package.PURL, FixedIn: f.FixedIn}
+}
