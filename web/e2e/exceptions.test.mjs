@@ -6,7 +6,7 @@
 // views, the VEX download's "no decisions", the audit page's
 // "exceptions_off", and a finding's "Record exception…" form down to the
 // YAML it copies. A suppressed finding's badge is covered only by the unit
-// tests of its text (src/lib/suppression.test.ts), not here.
+// tests of its text and by exceptions-applied.test.mjs, which has a kube-apiserver.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
