@@ -1,5 +1,5 @@
 // Triage in the dashboard (issue 32) against the real results-api on
-// Postgres with a real Grype report. This harness has no kube-apiserver, so
+// Postgres with a real Grype report. This file starts no kube-apiserver, so
 // results-api runs without --exceptions: nothing is suppressed, and what is
 // checked is what the UI does with the answers the real server gives then —
 // the active/suppressed counts and filter (URL state) on the report and CVE
