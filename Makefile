@@ -195,7 +195,7 @@ test-ci: tool-gotestsum ## Tests of the CI scripts (hack/*_test.sh): the module 
 	$(timed) for t in hack/*_test.sh; do echo "$$t"; "$$t"; done
 
 .PHONY: test-web
-test-web: pg-install build-web ## Web type check, unit tests, bundle budget, browser tests in Debian's Chromium on a real results-api, and the embedded build against the CSP.
+test-web: kube-assets pg-install build-web ## Web type check, unit tests, bundle budget, browser tests in Debian's Chromium on a real results-api, and the embedded build against the CSP.
 	$(timed) hack/deps.sh chromium && (cd web && npm run check && npm run test:unit && npm run size && npm run test:browser) && \
 	  cd results-api && GOWORK=off CROWSNEST_UI_BUILD_REQUIRED=1 go test -count=1 -run '^TestBuildNeedsNoInlineCode$$' ./internal/ui
 

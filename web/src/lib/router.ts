@@ -1,8 +1,8 @@
-// A tiny history router: five routes, query strings as state. results-api
+// A tiny history router: six routes, query strings as state. results-api
 // serves index.html for unknown paths (SPA fallback), so deep links work.
 import { readable } from 'svelte/store';
 
-export type RouteName = 'overview' | 'images' | 'image' | 'changes' | 'vulnerability' | 'notfound';
+export type RouteName = 'overview' | 'images' | 'image' | 'changes' | 'vulnerability' | 'exceptions' | 'notfound';
 
 export interface Route {
   name: RouteName;
@@ -17,6 +17,7 @@ const PATTERNS: [RouteName, RegExp, string[]][] = [
   ['image', /^\/images\/(sha256:[0-9a-f]{64})\/?$/, ['digest']],
   ['changes', /^\/changes\/?$/, []],
   ['vulnerability', /^\/vulnerabilities\/([^/]{1,200})\/?$/, ['id']],
+  ['exceptions', /^\/exceptions\/?$/, []],
 ];
 
 export function match(pathname: string, search = ''): Route {

@@ -5,9 +5,11 @@ import { authHeaders } from './auth';
 import type {
   Access,
   ApiErrorBody,
+  AuditQuery,
   ChangeList,
   ChangePageQuery,
   ChangeQuery,
+  ExceptionAudit,
   FindingQuery,
   ReportDetail,
   ReportList,
@@ -16,6 +18,7 @@ import type {
   ScanState,
   Stats,
   Vulnerability,
+  VulnerabilityQuery,
 } from './types';
 
 /** A non-2xx answer (code/message from the JSON error body) or a network failure (status 0). */
@@ -121,8 +124,19 @@ export function createClient(options: ClientOptions = {}) {
     getAccess(signal?: AbortSignal): Promise<Access> {
       return json(url('/access'), { signal });
     },
-    getVulnerability(id: string, signal?: AbortSignal): Promise<Vulnerability> {
-      return json(url(`/vulnerabilities/${seg(id)}`), { signal });
+    getVulnerability(id: string, query: VulnerabilityQuery = {}, signal?: AbortSignal): Promise<Vulnerability> {
+      return json(url(`/vulnerabilities/${seg(id)}`, query), { signal });
+    },
+    vexUrl(digest: string, namespace?: string): string {
+      return url(`/reports/${seg(digest)}/vex`, { namespace });
+    },
+    /** The OpenVEX document of the decisions about an image in the view, fetched with the read token. */
+    async getVex(digest: string, namespace?: string): Promise<Blob> {
+      return (await request(url(`/reports/${seg(digest)}/vex`, { namespace }))).blob();
+    },
+    /** Every exception of the caller's view with its audit state; 404 exceptions_off without --exceptions. */
+    getExceptionAudit(query: AuditQuery = {}, signal?: AbortSignal): Promise<ExceptionAudit> {
+      return json(url('/exceptions/audit', query), { signal });
     },
     listScans(query: { status?: ScanState; limit?: number } = {}, signal?: AbortSignal): Promise<ScanList> {
       return json(url('/scans', query), { signal });

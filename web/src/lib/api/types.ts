@@ -29,12 +29,23 @@ export type EventType = Schemas['EventType'];
 export type ApiErrorBody = Schemas['Error'];
 export type RunningWorkload = Schemas['RunningWorkload'];
 export type Access = Schemas['Access'];
+export type Suppression = Schemas['Suppression'];
+export type ExceptionRef = Schemas['ExceptionRef'];
+export type AuditState = Schemas['AuditState'];
+export type AuditedException = Schemas['AuditedException'];
+export type ExceptionAudit = Schemas['ExceptionAudit'];
+/** Which findings a view shows: active only (the API's default), suppressed only, or both. */
+export type SuppressedFilter = NonNullable<FindingQuery['suppressed']>;
 
 export type ReportQuery = NonNullable<operations['listReports']['parameters']['query']>;
 export type ReportSort = NonNullable<ReportQuery['sort']>;
 /** One page of a report's findings: sort, findingsLimit and the previous page's findingsNextCursor. */
 export type FindingQuery = NonNullable<operations['getReport']['parameters']['query']>;
 export type FindingSort = NonNullable<FindingQuery['sort']>;
+/** The CVE view's query: the view's namespace and the suppressed filter. */
+export type VulnerabilityQuery = NonNullable<operations['getVulnerability']['parameters']['query']>;
+/** The audit's query: the view's namespace and one state. */
+export type AuditQuery = NonNullable<operations['getExceptionAudit']['parameters']['query']>;
 /** The fleet feed's query: since (RFC 3339), minSeverity, cause, limit and the previous page's nextCursor. */
 export type ChangeQuery = NonNullable<operations['listChanges']['parameters']['query']>;
 /** One digest's history: limit and cursor. */

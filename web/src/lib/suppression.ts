@@ -1,0 +1,40 @@
+// How the dashboard names an exception's decision about a finding, and the
+// suppressed filter's URL state (?suppressed=, the API's own parameter).
+import type { ExceptionRef, Suppression, SuppressedFilter } from './api/types';
+
+export const SUPPRESSED_FILTERS: readonly { value: SuppressedFilter; label: string }[] = [
+  { value: 'false', label: 'Active' },
+  { value: 'true', label: 'Suppressed' },
+  { value: 'all', label: 'All' },
+];
+
+/** The filter in a query string; anything else is the default, active findings only. */
+export function suppressedFilter(query: URLSearchParams): SuppressedFilter {
+  const v = query.get('suppressed');
+  return v === 'true' || v === 'all' ? v : 'false';
+}
+
+/** The query string with the filter set (the default leaves the parameter out). */
+export function withSuppressed(query: URLSearchParams, value: SuppressedFilter): string {
+  const q = new URLSearchParams(query);
+  if (value === 'false') q.delete('suppressed');
+  else q.set('suppressed', value);
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+/** "VulnerabilityException team-a/libxml2", "ClusterVulnerabilityException openssl-fp". */
+export function exceptionLabel(ref: ExceptionRef): string {
+  return `${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}`;
+}
+
+/** "not_affected: vulnerable_code_not_in_execute_path", or the status alone. */
+export function decision(s: Pick<Suppression, 'status' | 'justification'>): string {
+  return s.justification ? `${s.status}: ${s.justification}` : s.status;
+}
+
+/** The whole reason in one line, for a tooltip. */
+export function suppressionSummary(s: Suppression): string {
+  const until = s.expiresAt.slice(0, 10);
+  return `Suppressed by ${exceptionLabel(s.exception)} (${decision(s)}) until ${until}: ${s.statement}`;
+}
