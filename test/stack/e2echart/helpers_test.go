@@ -38,7 +38,8 @@ func tool(ctx context.Context, t *testing.T, name string, args ...string) (strin
 }
 
 // waitWorkloadsReady waits until every Deployment and StatefulSet in ns
-// has all its replicas ready at its current generation, and returns how
+// has all its replicas ready at its current generation and no Pod of ns
+// is terminating, and returns how
 // many there are. On timeout the error tells what is not ready and why
 // (Pod phases, container states, recent events).
 func waitWorkloadsReady(ctx context.Context, c kubernetes.Interface, ns string, timeout time.Duration) (int, error) {
@@ -61,6 +62,18 @@ func waitWorkloadsReady(ctx context.Context, c kubernetes.Interface, ns string, 
 		for _, s := range sts.Items {
 			if !statefulSetReady(&s) {
 				waiting = append(waiting, fmt.Sprintf("StatefulSet %s (%d/%d ready)", s.Name, s.Status.ReadyReplicas, ptrOr(s.Spec.Replicas, 1)))
+			}
+		}
+		// A rolled Deployment counts Ready while its old Pods still
+		// terminate, and kubectl port-forward svc/… may pick such a Pod and
+		// die with it: wait until they are gone.
+		pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return 0, err
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				waiting = append(waiting, fmt.Sprintf("Pod %s (terminating)", p.Name))
 			}
 		}
 		n := len(deps.Items) + len(sts.Items)
