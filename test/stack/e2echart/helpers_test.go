@@ -39,9 +39,9 @@ func tool(ctx context.Context, t *testing.T, name string, args ...string) (strin
 
 // waitWorkloadsReady waits until every Deployment and StatefulSet in ns
 // has all its replicas ready at its current generation and no Pod of ns
-// is terminating, and returns how
-// many there are. On timeout the error tells what is not ready and why
-// (Pod phases, container states, recent events).
+// is terminating, and returns how many there are. On timeout the error
+// tells what is not ready and why (Pod phases, container states, recent
+// events).
 func waitWorkloadsReady(ctx context.Context, c kubernetes.Interface, ns string, timeout time.Duration) (int, error) {
 	deadline := time.Now().Add(timeout)
 	for {
