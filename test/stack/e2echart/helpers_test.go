@@ -93,8 +93,10 @@ func waitWorkloadsReady(ctx context.Context, c kubernetes.Interface, ns string, 
 
 func deploymentReady(d *appsv1.Deployment) bool {
 	want := ptrOr(d.Spec.Replicas, 1)
+	// Replicas counts the Pods of every ReplicaSet: equal to want once the
+	// old ones are scaled down, as kubectl rollout status waits for.
 	return d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == want &&
-		d.Status.ReadyReplicas == want && d.Status.AvailableReplicas == want
+		d.Status.Replicas == want && d.Status.ReadyReplicas == want && d.Status.AvailableReplicas == want
 }
 
 func statefulSetReady(s *appsv1.StatefulSet) bool {
