@@ -97,7 +97,16 @@ type digestSuppression struct {
 	set        *exception.Set
 	runsIn     []string
 	suppressed []int64 // finding row ids, sorted
-	total      int
+	// decided pairs each suppressed finding with the exception that
+	// suppresses it (the VEX export's statements), in id order.
+	decided []decidedFinding
+	total   int
+}
+
+// decidedFinding is a suppressed finding and its exception.
+type decidedFinding struct {
+	key store.FindingKey
+	by  *exception.Exception
 }
 
 // suppressionOf decides every finding of digest in r's view. It reads the
@@ -120,8 +129,9 @@ func (s *Server) suppressionOf(ctx context.Context, v view, digest string, total
 		return nil, err
 	}
 	for _, k := range keys {
-		if d.set.Decide(exception.Finding{Digest: digest, VulnID: k.VulnID, PURL: k.PURL, FixedIn: k.FixedIn}, d.runsIn) != nil {
+		if e := d.set.Decide(exception.Finding{Digest: digest, VulnID: k.VulnID, PURL: k.PURL, FixedIn: k.FixedIn}, d.runsIn); e != nil {
 			d.suppressed = append(d.suppressed, k.ID)
+			d.decided = append(d.decided, decidedFinding{key: k, by: e})
 		}
 	}
 	return d, nil

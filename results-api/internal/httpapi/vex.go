@@ -50,21 +50,13 @@ func (s *Server) getVEX(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, errNoDecisions)
 		return
 	}
-	keys, err := s.cfg.Store.FindingKeys(r.Context(), digest)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
 	type key struct {
 		e    *exception.Exception
 		vuln string
 	}
 	byKey := map[key]*export.Decision{}
-	for _, k := range keys {
-		e := sup.set.Decide(exception.Finding{Digest: digest, VulnID: k.VulnID, PURL: k.PURL, FixedIn: k.FixedIn}, sup.runsIn)
-		if e == nil {
-			continue
-		}
+	for _, f := range sup.decided {
+		e, k := f.by, f.key
 		d := byKey[key{e, k.VulnID}]
 		if d == nil {
 			d = &export.Decision{Vulnerability: k.VulnID, Status: e.Status, Justification: e.Justification, Statement: e.Statement,
