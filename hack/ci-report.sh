@@ -4,7 +4,9 @@
 # the step log (lines "STEP SECONDS STATUS": .ci/run's own steps and each
 # make target that records itself, see `timed` in the Makefile), then the
 # ten slowest tests across every suite's go test -json output (gotestsum
-# tool slowest; subtests count as tests).
+# tool slowest; subtests count as tests), then each failed test's own
+# lines (its t.Log/t.Error output, indented by go test; a service's log
+# lines on stderr are not), so a failure's message is not lost among them.
 #
 #   hack/ci-report.sh STEP_LOG JSON_DIR [N]
 set -euo pipefail
@@ -27,4 +29,15 @@ elif [[ ! -x bin/gotestsum ]]; then
 	echo "  (bin/gotestsum missing: hack/tools.sh gotestsum)"
 else
 	cat "${files[@]}" | bin/gotestsum tool slowest --threshold 0 --num "$n" | sed 's/^/  /'
+fi
+
+failed=$(cat "${files[@]}" /dev/null | jq -rn --argjson max 30 '
+	[inputs | select(.Test != null)] | group_by(.Package + " " + .Test)
+	| map(select(any(.[]; .Action == "fail"))) | .[]
+	| "  \(.[0].Package) \(.[0].Test)",
+	  ([.[] | select(.Action == "output") | .Output | select(test("^\\s+\\S")) | rtrimstr("\n")] | .[:$max][] | "    " + .)
+' 2>/dev/null) || failed="  (jq could not read $json)"
+if [[ -n $failed ]]; then
+	echo "ci: the failed tests' own lines (first 30 each)"
+	echo "$failed"
 fi

@@ -16,6 +16,13 @@ for i in $(seq 1 12); do
 	printf '{"Action":"pass","Package":"example.com/p%d","Test":"TestN%02d","Elapsed":%d}\n' $((i % 2)) "$i" "$i" >>"$f"
 done
 
+# One failed test whose message sits among a service's log lines.
+f=$work/json/suite0.json
+printf '{"Action":"run","Package":"example.com/p0","Test":"TestFails"}\n' >>"$f"
+printf '{"Action":"output","Package":"example.com/p0","Test":"TestFails","Output":"2026/11/29 07:22:42 ERROR request failed\\n"}\n' >>"$f"
+printf '{"Action":"output","Package":"example.com/p0","Test":"TestFails","Output":"    flood_test.go:115: got 200, want 503\\n"}\n' >>"$f"
+printf '{"Action":"fail","Package":"example.com/p0","Test":"TestFails","Elapsed":0}\n' >>"$f"
+
 out=$("$root/hack/ci-report.sh" "$work/steps.tsv" "$work/json")
 failures=0
 check() {
@@ -24,11 +31,18 @@ check() {
 check "a passed step" '^  test-api +1m15s$'
 check "a failed step" '^  lint-operator +10m15s  FAILED \(exit 2\)$'
 check "the hour-long step" '^  make test +61m40s  FAILED \(exit 2\)$'
-slow=$(sed -n '/slowest tests/,$p' <<<"$out" | tail -n +2 | awk '{ print $2 }' | tr '\n' ' ')
+slow=$(sed -n '/slowest tests/,/failed tests/p' <<<"$out" | sed '1d;$d' | awk '{ print $2 }' | tr '\n' ' ')
 if [[ $slow == "TestN12 TestN11 TestN10 TestN09 TestN08 TestN07 TestN06 TestN05 TestN04 TestN03 " ]]; then
 	echo "ok   the ten slowest of both suites, slowest first"
 else
 	echo "FAIL slowest tests: got \"$slow\" in:"; echo "$out"; failures=$((failures + 1))
+fi
+check "a failed test named" '^  example.com/p0 TestFails$'
+check "its message" '^        flood_test.go:115: got 200, want 503$'
+if grep -q 'ERROR request failed' <<<"$out"; then
+	echo "FAIL a service's log line among the failed tests' lines:"; echo "$out"; failures=$((failures + 1))
+else
+	echo "ok   no service log lines"
 fi
 if ((failures)); then
 	echo "ci-report: $failures check(s) failed"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http"
 	"time"
 
@@ -114,7 +113,7 @@ type errorBody struct {
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ae := errorFor(err)
 	if ae.status >= 500 && !ae.refusal {
-		slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path,
+		loggerFrom(r).ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path,
 			"request_id", middleware.GetReqID(r.Context()), "error", err)
 	}
 	if ae.retryAfter > 0 {

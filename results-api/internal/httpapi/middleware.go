@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -13,11 +14,24 @@ import (
 
 const lookupBodyLimit = 2 << 20 // 10,000 digests of 71 bytes plus JSON
 
+// requestIDHeader echoes the request id and puts the server's logger in
+// the request context, where writeError finds it.
 func (s *Server) requestIDHeader(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Request-Id", middleware.GetReqID(r.Context()))
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), loggerKey{}, s.cfg.Logger)))
 	})
+}
+
+type loggerKey struct{}
+
+// loggerFrom returns the server's logger for r (slog's default outside
+// the middleware chain, as in unit tests of single handlers).
+func loggerFrom(r *http.Request) *slog.Logger {
+	if l, ok := r.Context().Value(loggerKey{}).(*slog.Logger); ok {
+		return l
+	}
+	return slog.Default()
 }
 
 func (s *Server) recoverer(next http.Handler) http.Handler {
