@@ -10,13 +10,9 @@ import (
 	"github.com/crowsnest-dev/crowsnest/api/finding"
 )
 
-// Key identifies a finding: a vulnerability in one package.
-type Key struct {
-	ID      string // vulnerability id, e.g. CVE-2024-5535 or GHSA-…
-	Name    string // package name
-	Version string // package version
-	Type    string // package type from the purl (apk, deb, golang, npm, …)
-}
+// Key identifies a finding: a vulnerability in one package (the
+// contract's finding.Key, which results-api diffs reports by).
+type Key = finding.Key
 
 // Finding is a Key with its severity, as results-api reads it from a
 // report: critical, high, medium, low, negligible or unknown.
@@ -37,8 +33,7 @@ func FindingsOf(bom *cdx.BOM) []Finding {
 	out := make([]Finding, 0, len(fs))
 	for i := range fs {
 		f := &fs[i]
-		out = append(out, Finding{Key: Key{ID: f.ID, Name: f.Package.Name, Version: f.Package.Version, Type: f.Package.Type},
-			Severity: f.Severity.String()})
+		out = append(out, Finding{Key: f.Key(), Severity: f.Severity.String()})
 	}
 	slices.SortFunc(out, compareFindings)
 	return slices.Compact(out)

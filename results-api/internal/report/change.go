@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/api/finding"
 )
 
 // Cause says why a report was written. It is decided by results-api from
@@ -27,17 +29,10 @@ func ParseCause(s string) (Cause, bool) {
 	return "", false
 }
 
-// FindingKey identifies a finding across the reports of one digest: the
-// same vulnerability in the same package is the same finding, whatever its
-// severity, score or fix says in either report.
-type FindingKey struct {
-	ID, Name, Version, Type string
-}
-
-// Key returns f's FindingKey.
-func (f *Finding) Key() FindingKey {
-	return FindingKey{ID: f.ID, Name: f.Package.Name, Version: f.Package.Version, Type: f.Package.Type}
-}
+// FindingKey identifies a finding across the reports of one digest (the
+// contract's finding.Key: the same vulnerability in the same package is
+// the same finding).
+type FindingKey = finding.Key
 
 // ChangedFinding is a finding that is new in, or resolved by, a report, or
 // newly listed in CISA KEV; Risk is its risk data in that report (for a
@@ -90,8 +85,8 @@ func (c *Change) Empty() bool {
 	return !c.Baseline && c.NewCounts == (Counts{}) && c.ResolvedCounts == (Counts{}) && c.KEVAddedCount == 0
 }
 
-// Changed returns the finding as a ChangedFinding.
-func (f *Finding) Changed() ChangedFinding {
+// ChangedOf returns f as a ChangedFinding.
+func ChangedOf(f *Finding) ChangedFinding {
 	return ChangedFinding{FindingKey: f.Key(), Severity: f.Severity, FixedIn: f.FixedIn, Risk: f.Risk}
 }
 
@@ -144,7 +139,7 @@ func Diff(prev []ChangedFinding, next []Finding) Change {
 func changed(fs []Finding) []ChangedFinding {
 	out := make([]ChangedFinding, len(fs))
 	for i := range fs {
-		out[i] = fs[i].Changed()
+		out[i] = ChangedOf(&fs[i])
 	}
 	return out
 }

@@ -15,7 +15,7 @@ func f(id string, sev report.Severity, pkg string) report.Finding {
 func stored(fs ...report.Finding) []report.ChangedFinding {
 	out := make([]report.ChangedFinding, len(fs))
 	for i := range fs {
-		out[i] = fs[i].Changed()
+		out[i] = report.ChangedOf(&fs[i])
 	}
 	return out
 }

@@ -34,35 +34,25 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// Severity is a finding's severity, ordered so that a larger value is worse.
-type Severity int
+// Severity is a finding's severity (the contract's finding.Severity: one
+// rule for results-api and the matcher), ordered so that a larger value is
+// worse.
+type Severity = finding.Severity
 
 // Severities, worst last.
 const (
-	Unknown Severity = iota
-	Negligible
-	Low
-	Medium
-	High
-	Critical
+	Unknown    = finding.Unknown
+	Negligible = finding.Negligible
+	Low        = finding.Low
+	Medium     = finding.Medium
+	High       = finding.High
+	Critical   = finding.Critical
 )
-
-var severityNames = [...]string{"unknown", "negligible", "low", "medium", "high", "critical"}
-
-func (s Severity) String() string {
-	if s < Unknown || s > Critical {
-		return "unknown"
-	}
-	return severityNames[s]
-}
 
 // ParseSeverity maps an API or CycloneDX severity name to a Severity
 // (finding.ParseSeverity: CycloneDX "none", Grype's Negligible, and "info"
 // count as negligible).
-func ParseSeverity(s string) (Severity, bool) {
-	v, ok := finding.ParseSeverity(s)
-	return Severity(v), ok
-}
+func ParseSeverity(s string) (Severity, bool) { return finding.ParseSeverity(s) }
 
 // Counts counts findings per severity.
 type Counts struct {
@@ -104,44 +94,13 @@ func (c Counts) Max() Severity {
 	return Unknown
 }
 
-// Package is the affected software component of a finding.
-type Package struct {
-	Name, Version, Type, PURL string
-}
-
-// Finding is one vulnerability in one affected component.
-type Finding struct {
-	ID          string
-	Source      string
-	Severity    Severity
-	CVSSScore   *float64
-	CVSSVector  string
-	Package     Package
-	FixedIn     []string
-	Description string
-	URL         string
-	Risk        Risk
-}
-
-// Risk is what Grype's CycloneDX says about a finding's exploitation: an
-// EPSS rating (source "FIRST"), a CISA KEV listing (source "CISA KEV
-// Catalog") and, computed from them, Grype's risk score. Grype's CycloneDX
-// carries no EPSS percentile or date, no KEV dates and no ransomware use.
-type Risk struct {
-	EPSS *float64 // EPSS probability in [0, 1]; nil when the DB has no score
-	KEV  bool     // listed in CISA's Known Exploited Vulnerabilities catalog
-	// Score is Grype's risk score in [0, 100] (vulnerability.Metadata's
-	// RiskScore): threat (1 when KEV-listed, else EPSS) × severity, with a
-	// boost for KEV. Zero without EPSS or KEV.
-	Score float64
-}
-
-// Rated reports whether Grype rated the finding's exploitation (an EPSS
-// score or a KEV listing): only then does its risk score mean anything.
-func (r Risk) Rated() bool { return r.EPSS != nil || r.KEV || r.Score != 0 }
-
-// Fixable reports whether a fixed version is known.
-func (f Finding) Fixable() bool { return len(f.FixedIn) > 0 }
+// Package, Finding and Risk are the contract's (api/finding), which the
+// matcher reads re-matched reports with too.
+type (
+	Package = finding.Package
+	Finding = finding.Finding
+	Risk    = finding.Risk
+)
 
 // Summary is what lists show of a report; it never includes the raw BOM.
 type Summary struct {
