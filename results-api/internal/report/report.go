@@ -121,6 +121,18 @@ type Finding struct {
 	Description string
 	URL         string
 	Risk        Risk
+	// Seen is when the store first saw the finding in its digest; zero
+	// for a finding not read from the store (an upload being parsed).
+	Seen Seen
+}
+
+// Seen is a stored finding's lifecycle: when its digest's reports first
+// held it and when they first listed it in CISA KEV.
+type Seen struct {
+	FirstSeen time.Time
+	// KEVSince is when a report of the digest first listed the finding in
+	// CISA KEV (zero when it is not listed): the start of the KEV SLA.
+	KEVSince time.Time
 }
 
 // Risk is what Grype's CycloneDX says about a finding's exploitation: an
