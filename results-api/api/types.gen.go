@@ -402,11 +402,20 @@ type Access struct {
 
 // AffectedImage defines model for AffectedImage.
 type AffectedImage struct {
+	// AgeDays Whole days since firstSeen.
+	AgeDays *int `json:"ageDays,omitempty"`
+
 	// Digest Example: sha256:3f1e1d9c5b7a2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6c8d0e2f
-	Digest  Digest   `json:"digest"`
-	FixedIn []string `json:"fixedIn"`
-	Image   string   `json:"image"`
-	Package string   `json:"package"`
+	Digest Digest `json:"digest"`
+
+	// FirstSeen When a report of the image first held the finding (it keeps that time if it was resolved and came back).
+	FirstSeen *time.Time `json:"firstSeen,omitempty"`
+	FixedIn   []string   `json:"fixedIn"`
+	Image     string     `json:"image"`
+
+	// Overdue Past slaDue.
+	Overdue *bool  `json:"overdue,omitempty"`
+	Package string `json:"package"`
 
 	// Risk What Grype's CycloneDX says about a finding's exploitation: the EPSS
 	// rating (source "FIRST"), the CISA KEV listing (source "CISA KEV
@@ -417,9 +426,20 @@ type AffectedImage struct {
 	// ransomware use Grype's own score is up to 5 % higher).
 	Risk Risk `json:"risk"`
 
+	// SlaDue Its SLA deadline: firstSeen plus its severity's window, or, when KEV-listed, the KEV listing plus the KEV window if earlier; absent when no window applies.
+	SlaDue *time.Time `json:"slaDue,omitempty"`
+
 	// Suppression The exception that suppresses a finding in this view; absent when the finding is active.
 	Suppression *Suppression `json:"suppression,omitempty"`
 	Version     string       `json:"version"`
+}
+
+// AgeBuckets Open findings by whole days since first seen.
+type AgeBuckets struct {
+	D0to7   int `json:"d0to7"`
+	D31to90 int `json:"d31to90"`
+	D8to30  int `json:"d8to30"`
+	Over90  int `json:"over90"`
 }
 
 // AuditState defines model for AuditState.
@@ -577,14 +597,22 @@ type ExceptionRefKind string
 
 // Finding defines model for Finding.
 type Finding struct {
+	// AgeDays Whole days since firstSeen.
+	AgeDays     *int     `json:"ageDays,omitempty"`
 	CvssScore   *float64 `json:"cvssScore,omitempty"`
 	CvssVector  *string  `json:"cvssVector,omitempty"`
 	Description *string  `json:"description,omitempty"`
-	Fixable     bool     `json:"fixable"`
-	FixedIn     []string `json:"fixedIn"`
+
+	// FirstSeen When a report of the image first held the finding (it keeps that time if it was resolved and came back).
+	FirstSeen *time.Time `json:"firstSeen,omitempty"`
+	Fixable   bool       `json:"fixable"`
+	FixedIn   []string   `json:"fixedIn"`
 
 	// Id Example: CVE-2024-1234
-	Id      string  `json:"id"`
+	Id string `json:"id"`
+
+	// Overdue Past slaDue.
+	Overdue *bool   `json:"overdue,omitempty"`
 	Package Package `json:"package"`
 
 	// Risk What Grype's CycloneDX says about a finding's exploitation: the EPSS
@@ -596,6 +624,9 @@ type Finding struct {
 	// ransomware use Grype's own score is up to 5 % higher).
 	Risk     Risk     `json:"risk"`
 	Severity Severity `json:"severity"`
+
+	// SlaDue Its SLA deadline: firstSeen plus its severity's window, or, when KEV-listed, the KEV listing plus the KEV window if earlier; absent when no window applies.
+	SlaDue *time.Time `json:"slaDue,omitempty"`
 
 	// Source Vulnerability source name (nvd, alpine, ...).
 	Source string `json:"source"`
@@ -636,6 +667,16 @@ type FindingsChanged struct {
 	Truncated      *bool             `json:"truncated,omitempty"`
 }
 
+// Lifecycle defines model for Lifecycle.
+type Lifecycle struct {
+	Namespaces []NamespaceLifecycle `json:"namespaces"`
+
+	// Sla The SLA policy in force, as results-api's --sla reads it.
+	//
+	// Example: critical=7d,high=30d,medium=90d,low=180d,kev=14d
+	Sla string `json:"sla"`
+}
+
 // LookupEntry defines model for LookupEntry.
 type LookupEntry struct {
 	// Digest Example: sha256:3f1e1d9c5b7a2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6c8d0e2f
@@ -651,6 +692,34 @@ type LookupRequest struct {
 // LookupResponse defines model for LookupResponse.
 type LookupResponse struct {
 	Reports []LookupEntry `json:"reports"`
+}
+
+// NamespaceLifecycle defines model for NamespaceLifecycle.
+type NamespaceLifecycle struct {
+	// Ages Open findings by whole days since first seen.
+	Ages AgeBuckets `json:"ages"`
+
+	// Fixed30d Findings of running images that a later report resolved in the last 30 days.
+	Fixed30d int `json:"fixed30d"`
+
+	// Fixed90d The same over 90 days.
+	Fixed90d int `json:"fixed90d"`
+
+	// MeanTimeToFix30d Their mean days from first seen to resolved; absent when none.
+	MeanTimeToFix30d *float64 `json:"meanTimeToFix30d,omitempty"`
+
+	// MeanTimeToFix90d Their mean days from first seen to resolved; absent when none.
+	MeanTimeToFix90d *float64 `json:"meanTimeToFix90d,omitempty"`
+	Namespace        string   `json:"namespace"`
+
+	// Open Findings of the images running in the namespace.
+	Open int `json:"open"`
+
+	// Overdue Open findings past their SLA deadline.
+	Overdue int `json:"overdue"`
+
+	// OverdueKev Of those
+	OverdueKev int `json:"overdueKev"`
 }
 
 // OpenVEX An OpenVEX v0.2.0 document (https://github.com/openvex/spec); only the fields Crowsnest writes.
@@ -900,7 +969,13 @@ type Stats struct {
 	Images   int            `json:"images"`
 
 	// KevRunning Findings listed in CISA's KEV catalog, in images some namespace runs now.
-	KevRunning         int                `json:"kevRunning"`
+	KevRunning int `json:"kevRunning"`
+
+	// Overdue Findings of images some namespace runs now past their SLA deadline (results-api's --sla).
+	Overdue int `json:"overdue"`
+
+	// OverdueKev Of the overdue findings
+	OverdueKev         int                `json:"overdueKev"`
 	Scans              ScanCounts         `json:"scans"`
 	TopImages          []ReportSummary    `json:"topImages"`
 	TopVulnerabilities []TopVulnerability `json:"topVulnerabilities"`
@@ -1050,6 +1125,12 @@ type ChangeCursor = string
 // ChangeLimit defines model for ChangeLimit.
 type ChangeLimit = int
 
+// MinAgeDays defines model for MinAgeDays.
+type MinAgeDays = int
+
+// Overdue defines model for Overdue.
+type Overdue = bool
+
 // Suppressed defines model for Suppressed.
 type Suppressed string
 
@@ -1136,6 +1217,12 @@ type ListFindingsCSVParams struct {
 // ListFindingsCSVParamsRunning defines parameters for ListFindingsCSV.
 type ListFindingsCSVParamsRunning string
 
+// GetLifecycleParams defines parameters for GetLifecycle.
+type GetLifecycleParams struct {
+	// Namespace Only this namespace (nothing when the caller may not read it).
+	Namespace *string `form:"namespace,omitempty" json:"namespace,omitempty"`
+}
+
 // ListReportsParams defines parameters for ListReports.
 type ListReportsParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -1187,6 +1274,12 @@ type GetReportParams struct {
 
 	// MinEpss Only findings whose EPSS score is at least this.
 	MinEpss *float64 `form:"minEpss,omitempty" json:"minEpss,omitempty"`
+
+	// Overdue When true, only findings past their SLA deadline (results-api's --sla).
+	Overdue *Overdue `form:"overdue,omitempty" json:"overdue,omitempty"`
+
+	// MinAgeDays Only findings first seen at least this many whole days ago.
+	MinAgeDays *MinAgeDays `form:"minAgeDays,omitempty" json:"minAgeDays,omitempty"`
 
 	// FindingsLimit Findings per page.
 	FindingsLimit *int `form:"findingsLimit,omitempty" json:"findingsLimit,omitempty"`
@@ -1254,6 +1347,12 @@ type GetVulnerabilityParams struct {
 
 	// Suppressed Findings suppressed by an exception in this view: false (default) leaves them out, true keeps only them, all keeps both; each is marked with its suppression.
 	Suppressed *GetVulnerabilityParamsSuppressed `form:"suppressed,omitempty" json:"suppressed,omitempty"`
+
+	// Overdue When true, only findings past their SLA deadline (results-api's --sla).
+	Overdue *Overdue `form:"overdue,omitempty" json:"overdue,omitempty"`
+
+	// MinAgeDays Only findings first seen at least this many whole days ago.
+	MinAgeDays *MinAgeDays `form:"minAgeDays,omitempty" json:"minAgeDays,omitempty"`
 }
 
 // GetVulnerabilityParamsSuppressed defines parameters for GetVulnerability.

@@ -24,6 +24,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/events"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/service"
 )
 
@@ -65,7 +66,9 @@ func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	var b [16]byte
 	_, _ = rand.Read(b[:])
+	sla, _ := report.ParseSLA(report.DefaultSLA) // the binary's default
 	cfg := service.Config{
+		SLA:        sla,
 		WriteToken: hex.EncodeToString(b[:]),
 		Logger:     slog.New(slog.DiscardHandler),
 	}

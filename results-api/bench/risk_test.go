@@ -26,7 +26,8 @@ func BenchmarkRiskQuery(b *testing.B) {
 	seed(b, srv.DatabaseURL, reports, perReport)
 	execSeed(b, srv.DatabaseURL,
 		seedStmt{`UPDATE findings SET epss = (id * 7919 % 1000) / 1000.0, kev = id % 50 = 0,
-  risk = LEAST(CASE WHEN id % 50 = 0 THEN 1.05 ELSE (id * 7919 % 1000) / 1000.0 END * severity / 5.0, 1) * 100`, nil},
+  risk = LEAST(CASE WHEN id % 50 = 0 THEN 1.05 ELSE (id * 7919 % 1000) / 1000.0 END * severity / 5.0, 1) * 100,
+  kev_since = CASE WHEN id % 50 = 0 THEN first_seen END`, nil},
 		seedStmt{`UPDATE reports r SET kev = s.kev, max_risk = s.risk, max_epss = s.epss, risk_parsed = true
   FROM (SELECT digest, count(*) FILTER (WHERE kev) AS kev, max(risk) AS risk, max(epss) AS epss FROM findings GROUP BY digest) s
   WHERE s.digest = r.digest`, nil},
@@ -48,6 +49,13 @@ func BenchmarkRiskQuery(b *testing.B) {
 		{"report-findings-risk", "/api/v1/reports/" + digest, `"risk":{`},
 		{"report-findings-kev", "/api/v1/reports/" + digest + "?kev=true", `"findings":[`},
 		{"vulnerability-by-risk", "/api/v1/vulnerabilities/CVE-2025-00042", `"images":[{`},
+		// Finding lifecycle: every finding carries firstSeen, ageDays,
+		// slaDue and overdue (first seen 0–199 days ago, default --sla).
+		{"report-findings-overdue", "/api/v1/reports/" + digest + "?overdue=true", `"overdue":true`},
+		{"report-findings-minAgeDays-90", "/api/v1/reports/" + digest + "?minAgeDays=90", `"ageDays":`},
+		{"vulnerability-overdue", "/api/v1/vulnerabilities/CVE-2025-00042?overdue=true", `"overdue":true`},
+		{"stats-overdue", "/api/v1/stats", `"overdue":`},
+		{"lifecycle", "/api/v1/lifecycle", `"namespaces":`},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {

@@ -30,11 +30,11 @@ FROM (SELECT i, 'sha256:' || lpad(to_hex(i), 64, '0') AS d, timestamptz '2026-11
   FROM generate_series(1, $1::int) i) s`, []any{n}}}
 	if perReport > 0 {
 		stmts = append(stmts, seedStmt{`INSERT INTO findings (digest, vuln_id, source, severity, cvss_score, cvss_vector,
-  pkg_name, pkg_version, pkg_type, purl, fixed_in, fixable, description, url)
+  pkg_name, pkg_version, pkg_type, purl, fixed_in, fixable, description, url, first_seen)
 SELECT 'sha256:' || lpad(to_hex(i), 64, '0'), v, 'alpine-distro-alpine-3.20', 1 + j % 5, (j % 100) / 10.0, '',
   'pkg' || j, '1.' || j, 'apk', 'pkg:apk/alpine/pkg' || j || '@1.' || j,
   CASE WHEN j % 2 = 0 THEN '["2.0.0"]'::jsonb ELSE '[]'::jsonb END, j % 2 = 0,
-  'synthetic benchmark finding', 'https://example.invalid/' || v
+  'synthetic benchmark finding', 'https://example.invalid/' || v, now() - ((i * 13 + j * 7) % 200) * interval '1 day'
 FROM generate_series(1, $1::int) i, generate_series(1, $2::int) j,
   LATERAL (SELECT 'CVE-2025-' || lpad(((i * 7 + j * 131) % 2000)::text, 5, '0') AS v) x`, []any{n, perReport}})
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/httpapi"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/hub"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/ingest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/service"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/ui"
@@ -54,6 +55,7 @@ type options struct {
 	reportRetention                                              time.Duration
 	vulnInterval                                                 time.Duration
 	vulnMaxNamespaces                                            int
+	sla                                                          string
 }
 
 // bindFlags registers every flag on fs with its CROWSNEST_* default from getenv.
@@ -101,6 +103,7 @@ func bindFlags(fs *flag.FlagSet, o *options, getenv func(string) string) {
 	fs.IntVar(&o.vulnMaxNamespaces, "vuln-metrics-max-namespaces", int(envInt(env("CROWSNEST_VULN_METRICS_MAX_NAMESPACES", ""), vulnmetrics.DefaultMaxNamespaces)), "namespaces crowsnest_namespace_vulnerabilities exports at most, those with the most critical+high findings; crowsnest_namespace_vulnerabilities_truncated counts the others (env CROWSNEST_VULN_METRICS_MAX_NAMESPACES)")
 	fs.BoolVar(&o.exceptions, "exceptions", envBool(env("CROWSNEST_EXCEPTIONS", ""), false), "apply the cluster's triage decisions (VulnerabilityException, ClusterVulnerabilityException of crowsnest.dev) to reads: suppressed findings are marked and filtered, /reports/{digest}/vex and /exceptions/audit serve them; needs the CRDs and get, list and watch on them (env CROWSNEST_EXCEPTIONS)")
 	fs.DurationVar(&o.exceptionMaxLifetime, "exception-max-lifetime", envDuration(env("CROWSNEST_EXCEPTION_MAX_LIFETIME", ""), 90*24*time.Hour), "an exception whose expiresAt lies more than this after its creation never applies (admission cannot check it: Kubernetes CEL has no clock) (env CROWSNEST_EXCEPTION_MAX_LIFETIME)")
+	fs.StringVar(&o.sla, "sla", env("CROWSNEST_SLA", report.DefaultSLA), "remediation SLA: comma-separated severity=window (critical, high, medium, low, negligible, unknown; a severity left out has no deadline) and kev=window, counted from when a report first listed the finding in CISA KEV; a finding is overdue after the earlier deadline; windows in days (7d) or Go durations; none: no deadlines (env CROWSNEST_SLA)")
 	bindLimitFlags(fs, o, env)
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", envDuration(env("CROWSNEST_SHUTDOWN_TIMEOUT", ""), 20*time.Second), "time to finish requests on SIGTERM (env CROWSNEST_SHUTDOWN_TIMEOUT)")
 }
@@ -259,7 +262,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	cfg := service.Config{SeparateMetrics: o.metricsListen != "", DatabaseURL: o.databaseURL, NATSURL: o.natsURL, NATSConnect: natsConnect, WriteToken: o.writeToken,
+	sla, err := report.ParseSLA(o.sla)
+	if err != nil {
+		return fmt.Errorf("--sla: %w", err)
+	}
+	cfg := service.Config{SLA: sla, SeparateMetrics: o.metricsListen != "", DatabaseURL: o.databaseURL, NATSURL: o.natsURL, NATSConnect: natsConnect, WriteToken: o.writeToken,
 		MaxBOMBytes: o.maxBOMBytes, OriginPatterns: origins, UI: ui.Handler(uiFS), Logger: log,
 		Limits: o.limits, StatementTimeout: o.statementTimeout,
 		MaxWebSocketClients: o.maxWSClients, MaxWebSocketClientsPerAddr: o.maxWSClientsPerIP, ReportRetention: o.reportRetention,

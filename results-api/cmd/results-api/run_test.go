@@ -72,7 +72,7 @@ func TestFlagsEnvDefaults(t *testing.T) {
 		"CROWSNEST_MAX_FINDINGS": "7", "CROWSNEST_STATEMENT_TIMEOUT": "2s", "CROWSNEST_MAX_WEBSOCKET_CLIENTS": "50",
 		"CROWSNEST_MAX_WEBSOCKET_CLIENTS_PER_IP": "5", "CROWSNEST_VULN_METRICS_INTERVAL": "0s", "CROWSNEST_VULN_METRICS_MAX_NAMESPACES": "9",
 		"CROWSNEST_VERIFY_TOKEN_SIGNATURES": "false", "CROWSNEST_METRICS_AUTH": "open", "CROWSNEST_READ_AUTH_NAMESPACES": "all",
-		"CROWSNEST_EXCEPTIONS": "true", "CROWSNEST_EXCEPTION_MAX_LIFETIME": "720h",
+		"CROWSNEST_EXCEPTIONS": "true", "CROWSNEST_EXCEPTION_MAX_LIFETIME": "720h", "CROWSNEST_SLA": "critical=1d",
 	}
 	o, err := parseFlags(nil, envMap(env), io.Discard)
 	if err != nil {
@@ -85,7 +85,7 @@ func TestFlagsEnvDefaults(t *testing.T) {
 		limits: httpapi.Limits{RequestTimeout: 11 * time.Second, UploadTimeout: 12 * time.Second, DownloadTimeout: 13 * time.Second,
 			IngestMemory: 1000, ReadMemory: 2000, MemoryWait: 4 * time.Second, MaxFindings: 7},
 		statementTimeout: 2 * time.Second, maxWSClients: 50, maxWSClientsPerIP: 5, vulnMaxNamespaces: 9,
-		metricsAuth: "open", readNamespaces: "all", exceptions: true, exceptionMaxLifetime: 720 * time.Hour}
+		metricsAuth: "open", readNamespaces: "all", exceptions: true, exceptionMaxLifetime: 720 * time.Hour, sla: "critical=1d"}
 	if *o != want {
 		t.Fatalf("env defaults:\n got %+v\nwant %+v", *o, want)
 	}

@@ -181,6 +181,10 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
+	if fq.Age, err = s.ageQuery(r); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	if fq.Limit, err = intParam(r, "findingsLimit", defaultFindingPage, maxFindingPage); err != nil {
 		writeError(w, r, err)
 		return
@@ -221,6 +225,10 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 	d.FindingsNextCursor = optString(page.NextCursor)
 	d.SuppressedFindings = len(sup.suppressed)
 	d.ActiveFindings = sum.Findings - d.SuppressedFindings
+	for i, f := range page.FindingList {
+		df := &d.Findings[i]
+		df.FirstSeen, df.AgeDays, df.SlaDue, df.Overdue = lifecycleFields(f, s.cfg.SLA, fq.Age.Now)
+	}
 	if len(sup.suppressed) > 0 {
 		for i, f := range page.FindingList {
 			d.Findings[i].Suppression = newSuppression(sup.set.Decide(exceptionFinding(digest, &f), sup.runsIn))

@@ -54,6 +54,10 @@ type Config struct {
 	// Exceptions, when set, are the triage decisions applied to reads
 	// (--exceptions); nil applies none.
 	Exceptions ExceptionSource
+	// SLA is the remediation policy findings are overdue by (--sla).
+	SLA report.SLA
+	// Now is the clock of finding ages and deadlines (default time.Now).
+	Now func() time.Time
 	// UI serves everything outside /api, /healthz, /readyz and /metrics.
 	UI     http.Handler
 	Logger *slog.Logger

@@ -8,12 +8,12 @@ import (
 )
 
 func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {
-	st, err := s.cfg.Store.Stats(r.Context())
+	st, err := s.cfg.Store.Stats(r.Context(), s.now(), s.cfg.SLA)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	out := api.Stats{Images: st.Images, Findings: st.Findings, Fixable: st.Fixable, KevRunning: st.KEVRunning, Counts: api.NewSeverityCounts(st.Counts),
+	out := api.Stats{Images: st.Images, Findings: st.Findings, Fixable: st.Fixable, KevRunning: st.KEVRunning, Overdue: st.Overdue, OverdueKev: st.OverdueKEV, Counts: api.NewSeverityCounts(st.Counts),
 		Scans: api.ScanCounts{Queued: st.Scans[report.ScanQueued], Scanning: st.Scans[report.ScanScanning],
 			Failed: st.Scans[report.ScanFailed], Done: st.Scans[report.ScanDone]},
 		TopImages: make([]api.ReportSummary, len(st.TopImages)), TopVulnerabilities: make([]api.TopVulnerability, len(st.TopVulnerabilities))}

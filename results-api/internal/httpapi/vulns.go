@@ -8,6 +8,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/exception"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 )
 
@@ -27,7 +28,12 @@ func (s *Server) getVulnerability(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	v, err := s.cfg.Store.GetVulnerability(r.Context(), id)
+	age, err := s.ageQuery(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	v, err := s.cfg.Store.GetVulnerability(r.Context(), id, age)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -48,8 +54,10 @@ func (s *Server) getVulnerability(w http.ResponseWriter, r *http.Request) {
 		if !mode.keeps(marks[i] != nil) {
 			continue
 		}
-		out.Images = append(out.Images, api.AffectedImage{Digest: a.Digest, Image: a.Image, Package: a.Package, Version: a.Version,
-			FixedIn: a.FixedIn, Risk: api.NewRisk(a.Risk), Suppression: newSuppression(marks[i])})
+		ai := api.AffectedImage{Digest: a.Digest, Image: a.Image, Package: a.Package, Version: a.Version,
+			FixedIn: a.FixedIn, Risk: api.NewRisk(a.Risk), Suppression: newSuppression(marks[i])}
+		ai.FirstSeen, ai.AgeDays, ai.SlaDue, ai.Overdue = lifecycleFields(report.Finding{Severity: a.Severity, Risk: a.Risk, Seen: a.Seen}, s.cfg.SLA, age.Now)
+		out.Images = append(out.Images, ai)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

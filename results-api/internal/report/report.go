@@ -94,13 +94,47 @@ func (c Counts) Max() Severity {
 	return Unknown
 }
 
-// Package, Finding and Risk are the contract's (api/finding), which the
-// matcher reads re-matched reports with too.
+// Package and Risk are the contract's (api/finding), which the matcher
+// reads re-matched reports with too.
 type (
 	Package = finding.Package
-	Finding = finding.Finding
 	Risk    = finding.Risk
 )
+
+// Finding is one vulnerability in one affected component: the contract's
+// finding.Finding as the store reads it, with its lifecycle.
+type Finding struct {
+	ID          string
+	Source      string
+	Severity    Severity
+	CVSSScore   *float64
+	CVSSVector  string
+	Package     Package
+	FixedIn     []string
+	Description string
+	URL         string
+	Risk        Risk
+	// Seen is when the store first saw the finding in its digest; zero
+	// for a finding not read from the store (an upload being parsed).
+	Seen Seen
+}
+
+// Seen is a stored finding's lifecycle: when its digest's reports first
+// held it and when they first listed it in CISA KEV.
+type Seen struct {
+	FirstSeen time.Time
+	// KEVSince is when a report of the digest first listed the finding in
+	// CISA KEV (zero when it is not listed): the start of the KEV SLA.
+	KEVSince time.Time
+}
+
+// Key returns f's FindingKey.
+func (f *Finding) Key() FindingKey {
+	return FindingKey{ID: f.ID, Name: f.Package.Name, Version: f.Package.Version, Type: f.Package.Type}
+}
+
+// Fixable reports whether a fixed version is known.
+func (f Finding) Fixable() bool { return len(f.FixedIn) > 0 }
 
 // Summary is what lists show of a report; it never includes the raw BOM.
 type Summary struct {

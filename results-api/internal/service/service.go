@@ -22,6 +22,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/httpapi"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/hub"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/metrics"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/vulnmetrics"
 )
@@ -71,6 +72,11 @@ type Config struct {
 	// vulnerability metrics, refreshed every Interval and soon after each
 	// report change and inventory this replica applies; zero: off.
 	VulnMetrics vulnmetrics.Options
+	// SLA is the remediation policy findings are overdue by, in the API
+	// and the overdue metrics (the binary's --sla; zero: no deadlines).
+	SLA report.SLA
+	// Now is the clock of finding ages and deadlines (default time.Now).
+	Now func() time.Time
 	// EventTiming tunes the event bus (zero: its defaults).
 	EventTiming    events.Timing
 	OriginPatterns []string
@@ -131,6 +137,13 @@ func New(ctx context.Context, c Config) (*Service, error) {
 		c.Logger = slog.Default()
 	}
 	m := metrics.New()
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	c.VulnMetrics.SLA = c.SLA
+	if c.VulnMetrics.Now == nil {
+		c.VulnMetrics.Now = c.Now
+	}
 	// With NATS, report changes write their events into the outbox, from
 	// which the bus's relay publishes them; without, there is nobody to
 	// publish them and the bus hands them to the local hub instead.
@@ -228,7 +241,7 @@ func New(ctx context.Context, c Config) (*Service, error) {
 	}
 	api := httpapi.New(httpapi.Config{Exceptions: except,
 		Reads: reads, ReadRecheck: recheck, Store: st, Hub: h, Notifier: triggering{bus, vulns}, Auth: auth, Metrics: m, NoMetrics: c.SeparateMetrics, Scrapers: c.Scrapers, MaxBOMBytes: c.MaxBOMBytes, Limits: c.Limits, UI: c.UI, Logger: c.Logger,
-		Checks: checks(st, bus, c.NATSURL != ""),
+		Checks: checks(st, bus, c.NATSURL != ""), SLA: c.SLA, Now: c.Now,
 	})
 	svc := &Service{Handler: api.Handler(), Store: st, Hub: h, Bus: bus, Metrics: m, MetricsHandler: httpapi.ProtectMetrics(m.Handler(), c.Scrapers),
 		stopRetention: func() {}, stopVulns: func() {}, stopRBAC: stopRBAC, stopExcept: stopExcept}

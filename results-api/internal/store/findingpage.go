@@ -28,6 +28,7 @@ type FindingQuery struct {
 	Cursor string       // a previous page's NextCursor for the same Order; empty for the first page
 	Risk   RiskFilter   // keeps KEV-listed findings, or those at or above an EPSS score
 	IDs    *IDFilter    // keeps or leaves out findings by row id (suppressed ones); nil: all
+	Age    AgeFilter    // keeps overdue or old findings
 }
 
 // ReportPage is a report's summary with one page of its findings.
@@ -110,6 +111,9 @@ func (s *Store) GetReport(ctx context.Context, digest string, q FindingQuery) (*
 	db := s.db.WithContext(ctx).Where("digest = ?", digest)
 	if rw, rargs := findingRiskFilters("findings", q.Risk, nil, nil); len(rw) > 0 {
 		db = db.Where(strings.Join(rw, " AND "), rargs...)
+	}
+	if aw, aargs := q.Age.filters("findings", nil, nil); len(aw) > 0 {
+		db = db.Where(strings.Join(aw, " AND "), aargs...)
 	}
 	if q.IDs != nil {
 		cond, args := q.IDs.sql()

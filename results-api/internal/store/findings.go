@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -15,7 +16,7 @@ import (
 
 var findingColumns = []string{"digest", "vuln_id", "source", "severity", "cvss_score", "cvss_vector",
 	"pkg_name", "pkg_version", "pkg_type", "purl", "fixed_in", "fixable", "description", "url",
-	"epss", "kev", "risk"}
+	"epss", "kev", "risk", "first_seen", "kev_since"}
 
 // copyFindings writes a report's findings with COPY … FROM STDIN (binary)
 // on conn, the connection that holds the open transaction, so the rows
@@ -25,7 +26,7 @@ var findingColumns = []string{"digest", "vuln_id", "source", "severity", "cvss_s
 // to 5 ms); the Postgres side costs about the same (docs/benchmarks.md).
 // gorm has no COPY, so this one statement goes through pgx on gorm's own
 // connection.
-func copyFindings(ctx context.Context, conn *sql.Conn, digest string, fs []report.Finding) error {
+func copyFindings(ctx context.Context, conn *sql.Conn, digest string, fs []report.Finding, seen map[lifecycleKey]report.Seen) error {
 	if len(fs) == 0 {
 		return nil
 	}
@@ -35,9 +36,17 @@ func copyFindings(ctx context.Context, conn *sql.Conn, digest string, fs []repor
 		if fixed == nil {
 			fixed = []string{} // jsonb '[]', never 'null'
 		}
+		sn, ok := seen[keyOf(f)]
+		if !ok {
+			return nil, fmt.Errorf("finding %s of %s has no lifecycle", f.ID, f.Package.Name)
+		}
+		var kevSince *time.Time
+		if !sn.KEVSince.IsZero() {
+			kevSince = &sn.KEVSince
+		}
 		return []any{digest, f.ID, f.Source, int16(f.Severity), f.CVSSScore, f.CVSSVector,
 			f.Package.Name, f.Package.Version, f.Package.Type, f.Package.PURL, fixed, f.Fixable(),
-			f.Description, f.URL, f.Risk.EPSS, f.Risk.KEV, f.Risk.Score}, nil
+			f.Description, f.URL, f.Risk.EPSS, f.Risk.KEV, f.Risk.Score, sn.FirstSeen, kevSince}, nil
 	})
 	return conn.Raw(func(dc any) error {
 		pc, ok := dc.(*stdlib.Conn)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 )
@@ -22,6 +23,7 @@ type FleetFinding struct {
 type FleetQuery struct {
 	ListQuery
 	Limit int
+	Age   AgeFilter // keeps overdue or old findings
 }
 
 // fleetWhere is the WHERE of q's findings (f joined to reports r).
@@ -34,7 +36,8 @@ func fleetWhere(ctx context.Context, q FleetQuery) ([]string, []any) {
 	if q.FixableOnly {
 		where = append(where, "f.fixable")
 	}
-	return findingRiskFilters("f", q.Risk, where, args)
+	where, args = findingRiskFilters("f", q.Risk, where, args)
+	return q.Age.filters("f", where, args)
 }
 
 // CountFleetFindings counts q's findings, but no further than upTo: the
@@ -70,7 +73,8 @@ func (s *Store) WalkFleetFindings(ctx context.Context, q FleetQuery, page int, f
 		n := min(page, left)
 		var rows []fleetRow
 		sql := `SELECT r.image, f.id, f.digest, f.vuln_id, f.source, f.severity, f.cvss_score, f.cvss_vector,
- f.pkg_name, f.pkg_version, f.pkg_type, f.purl, f.fixed_in, f.description, f.url, f.epss, f.kev, f.risk FROM findings f, reports r` + whereSQL(where) + ` ORDER BY f.digest, f.id LIMIT ?`
+ f.pkg_name, f.pkg_version, f.pkg_type, f.purl, f.fixed_in, f.description, f.url, f.epss, f.kev, f.risk,
+ f.first_seen, f.kev_since FROM findings f, reports r` + whereSQL(where) + ` ORDER BY f.digest, f.id LIMIT ?`
 		if err := s.db.WithContext(ctx).Raw(sql, append(args, n)...).Scan(&rows).Error; err != nil {
 			return s.fail("walk fleet findings", err)
 		}
@@ -130,10 +134,13 @@ type fleetRow struct {
 	EPSS        *float64 `gorm:"column:epss"`
 	KEV         bool     `gorm:"column:kev"`
 	Risk        float64
+	FirstSeen   time.Time
+	KEVSince    *time.Time `gorm:"column:kev_since"`
 }
 
 func (r fleetRow) finding() report.Finding {
 	return findingRow{VulnID: r.VulnID, Source: r.Source, Severity: r.Severity, CVSSScore: r.CVSSScore, CVSSVector: r.CVSSVector,
 		PkgName: r.PkgName, PkgVersion: r.PkgVersion, PkgType: r.PkgType, PURL: r.PURL, FixedIn: r.FixedIn,
-		Description: r.Description, URL: r.URL, EPSS: r.EPSS, KEV: r.KEV, Risk: r.Risk}.finding()
+		Description: r.Description, URL: r.URL, EPSS: r.EPSS, KEV: r.KEV, Risk: r.Risk,
+		FirstSeen: r.FirstSeen, KEVSince: r.KEVSince}.finding()
 }

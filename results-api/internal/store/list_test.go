@@ -168,14 +168,14 @@ func TestListBadCursor(t *testing.T) {
 func TestVulnerability(t *testing.T) {
 	st, _ := open(t)
 	seedList(t, st)
-	v, err := st.GetVulnerability(ctx(t), "cve-2026-0001")
+	v, err := st.GetVulnerability(ctx(t), "cve-2026-0001", store.AgeFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v.ID != "CVE-2026-0001" || v.Severity != report.Low || len(v.Images) != 2 || v.Images[0].Package != "shared" {
 		t.Fatalf("vulnerability = %+v", v)
 	}
-	if _, err := st.GetVulnerability(ctx(t), "CVE-NONE"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetVulnerability(ctx(t), "CVE-NONE", store.AgeFilter{}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown id: %v", err)
 	}
 }

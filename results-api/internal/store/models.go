@@ -68,6 +68,8 @@ type findingRow struct {
 	EPSS        *float64 `gorm:"column:epss"`
 	KEV         bool     `gorm:"column:kev"`
 	Risk        float64
+	FirstSeen   time.Time
+	KEVSince    *time.Time `gorm:"column:kev_since"`
 }
 
 func (findingRow) TableName() string { return "findings" }
@@ -117,6 +119,7 @@ func (f findingRow) finding() report.Finding {
 		Package: report.Package{Name: f.PkgName, Version: f.PkgVersion, Type: f.PkgType, PURL: f.PURL},
 		FixedIn: f.FixedIn, Description: f.Description, URL: f.URL,
 		Risk: report.Risk{EPSS: f.EPSS, KEV: f.KEV, Score: f.Risk},
+		Seen: report.Seen{FirstSeen: f.FirstSeen.UTC(), KEVSince: utc(f.KEVSince)},
 	}
 }
 

@@ -225,9 +225,14 @@ func lockReport(tx *gorm.DB, digest string, into *reportRow) (bool, error) {
 	return q.RowsAffected == 1, q.Error
 }
 
-// writeContents writes the findings and the compressed BOM of r.
+// writeContents records the lifecycle of r's findings (touchLifecycle)
+// and writes the findings, carrying it, and the compressed BOM of r.
 func writeContents(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *report.Report) error {
-	if err := copyFindings(ctx, conn, r.Digest, r.FindingList); err != nil {
+	seen, err := touchLifecycle(ctx, conn, r.Digest, r.StoredAt, r.FindingList)
+	if err != nil {
+		return err
+	}
+	if err := copyFindings(ctx, conn, r.Digest, r.FindingList, seen); err != nil {
 		return fmt.Errorf("insert findings: %w", err)
 	}
 	return writeBOM(tx, r)

@@ -154,7 +154,7 @@ func TestDeleteAndNotFound(t *testing.T) {
 		"get":                               second(st.GetReport(ctx(t), digest(6), store.FindingQuery{Order: store.BySeverity, Limit: 100})),
 		"summary":                           second(st.GetSummary(ctx(t), digest(6))),
 		"bom":                               second(readBOM(st, digest(6))),
-		"vulnerability (findings cascaded)": second(st.GetVulnerability(ctx(t), "CVE-DEL")),
+		"vulnerability (findings cascaded)": second(st.GetVulnerability(ctx(t), "CVE-DEL", store.AgeFilter{})),
 	} {
 		if !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s: %v, want ErrNotFound", name, err)

@@ -116,10 +116,20 @@ func (s *Store) backfillOne(ctx context.Context, parse ParseFindings, digest str
 					if !ok {
 						return fmt.Errorf("driver connection is %T, want pgx stdlib", dc)
 					}
-					_, err := pc.Conn().Exec(ctx, `UPDATE findings f SET epss = u.epss, kev = u.kev, risk = u.risk
+					// A listing found now counts from the finding's first
+					// sighting: the report that held it listed it already.
+					_, err := pc.Conn().Exec(ctx, `UPDATE findings f SET epss = u.epss, kev = u.kev, risk = u.risk,
+ kev_since = CASE WHEN u.kev THEN coalesce(f.kev_since, f.first_seen) END
  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::bool[], $7::float8[]) AS u(vuln_id, pkg_name, pkg_version, purl, epss, kev, risk)
  WHERE f.digest = $8 AND f.vuln_id = u.vuln_id AND f.pkg_name = u.pkg_name AND f.pkg_version = u.pkg_version AND f.purl = u.purl`,
 						ids, names, versions, purls, epss, kev, risk, digest)
+					if err != nil {
+						return err
+					}
+					_, err = pc.Conn().Exec(ctx, `UPDATE finding_lifecycle l SET kev_since = k.kev_since
+ FROM (SELECT vuln_id, pkg_name, pkg_version, pkg_type, min(kev_since) AS kev_since FROM findings WHERE digest = $1
+  GROUP BY vuln_id, pkg_name, pkg_version, pkg_type) k
+ WHERE l.digest = $1 AND l.vuln_id = k.vuln_id AND l.pkg_name = k.pkg_name AND l.pkg_version = k.pkg_version AND l.pkg_type = k.pkg_type`, digest)
 					return err
 				})
 				if err != nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 )
@@ -17,15 +18,18 @@ type TopVulnerability struct {
 type Stats struct {
 	Images, Findings, Fixable int
 	// KEVRunning counts the KEV-listed findings of images running now.
-	KEVRunning         int
-	Counts             report.Counts
-	Scans              map[report.ScanState]int
-	TopImages          []report.Summary
-	TopVulnerabilities []TopVulnerability
+	KEVRunning int
+	// Overdue counts the findings of images running now past their SLA
+	// deadline; OverdueKEV those of them that are KEV-listed.
+	Overdue, OverdueKEV int
+	Counts              report.Counts
+	Scans               map[report.ScanState]int
+	TopImages           []report.Summary
+	TopVulnerabilities  []TopVulnerability
 }
 
-// Stats computes the dashboard totals.
-func (s *Store) Stats(ctx context.Context) (*Stats, error) {
+// Stats computes the dashboard totals; overdue findings at now under sla.
+func (s *Store) Stats(ctx context.Context, now time.Time, sla report.SLA) (*Stats, error) {
 	db := s.db.WithContext(ctx)
 	var t struct {
 		Images, Findings, Fixable                        int
@@ -43,6 +47,14 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 	st := &Stats{Images: t.Images, Findings: t.Findings, Fixable: t.Fixable, KEVRunning: t.KEVRunning,
 		Counts: report.Counts{Critical: t.Critical, High: t.High, Medium: t.Medium, Low: t.Low, Negligible: t.Negligible, Unknown: t.Unknown},
 		Scans:  map[report.ScanState]int{}}
+	overdue, oargs := overdueSQL("f", sla, now)
+	var od struct{ Overdue, OverdueKEV int }
+	where, wargs := addScope(ctx, "f.digest", []string{"EXISTS (SELECT 1 FROM inventory w WHERE w.digest = f.digest)", overdue}, oargs)
+	if err := db.Raw(`SELECT count(*) AS overdue, count(*) FILTER (WHERE f.kev) AS overdue_kev FROM findings f`+whereSQL(where), wargs...).
+		Scan(&od).Error; err != nil {
+		return nil, s.fail("stats overdue", err)
+	}
+	st.Overdue, st.OverdueKEV = od.Overdue, od.OverdueKEV
 	var byStatus []struct {
 		Status string
 		N      int

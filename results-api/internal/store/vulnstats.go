@@ -32,6 +32,18 @@ type VulnStats struct {
 	// query's NewSince recorded as new and that the image's report still
 	// has, each counted once.
 	New report.Counts
+	// Overdue are the findings of running images past their SLA deadline
+	// at the query's Now, per namespace an image runs in (an image counts
+	// in each), one entry per namespace with one, in namespace order.
+	Overdue []NamespaceOverdue
+}
+
+// NamespaceOverdue counts the overdue findings of one namespace's running
+// images by severity, and those of them that are KEV-listed.
+type NamespaceOverdue struct {
+	Namespace string
+	Counts    report.Counts
+	KEV       int
 }
 
 // NamespaceCounts are the findings of the running images of one namespace.
@@ -50,8 +62,10 @@ type ImageStates struct {
 
 // VulnStatsQuery tunes VulnStats.
 type VulnStatsQuery struct {
-	TopLimit int       // top vulnerabilities, at least 1
-	NewSince time.Time // findings recorded as new at or after it
+	TopLimit int        // top vulnerabilities, at least 1
+	NewSince time.Time  // findings recorded as new at or after it
+	Now      time.Time  // the clock of overdue findings
+	SLA      report.SLA // the deadlines of overdue findings
 }
 
 // VulnStats computes the fleet's vulnerability totals in one read-only
@@ -160,6 +174,31 @@ func vulnStats(tx *gorm.DB, q VulnStatsQuery, out *VulnStats) error {
 	}
 	for _, n := range news {
 		addCount(&out.New, report.Severity(n.Severity), n.N)
+	}
+	return overdueStats(tx, q, out)
+}
+
+// overdueStats fills out.Overdue.
+func overdueStats(tx *gorm.DB, q VulnStatsQuery, out *VulnStats) error {
+	overdue, oargs := overdueSQL("f", q.SLA, q.Now)
+	var rows []struct {
+		Namespace   string
+		Severity, N int
+		KEV         int `gorm:"column:kev"`
+	}
+	err := tx.Raw(`SELECT d.namespace, f.severity, count(*) AS n, count(*) FILTER (WHERE f.kev) AS kev
+ FROM (SELECT DISTINCT namespace, digest FROM inventory) d JOIN findings f ON f.digest = d.digest
+ WHERE `+overdue+` GROUP BY d.namespace, f.severity ORDER BY d.namespace`, oargs...).Scan(&rows).Error
+	if err != nil {
+		return fmt.Errorf("overdue findings: %w", err)
+	}
+	for _, r := range rows {
+		if len(out.Overdue) == 0 || out.Overdue[len(out.Overdue)-1].Namespace != r.Namespace {
+			out.Overdue = append(out.Overdue, NamespaceOverdue{Namespace: r.Namespace})
+		}
+		o := &out.Overdue[len(out.Overdue)-1]
+		addCount(&o.Counts, report.Severity(r.Severity), r.N)
+		o.KEV += r.KEV
 	}
 	return nil
 }

@@ -57,6 +57,14 @@ var (
 		"Findings of running images that a later report of the image (a rescan or a re-match) recorded as new in the last 7 days "+
 			"and that its current report still has, by severity. An image's first report is a baseline: its findings are not new.",
 		[]string{"severity"}, nil)
+	overdueDesc = prometheus.NewDesc("crowsnest_findings_overdue",
+		"Findings of the images running in each namespace (label workload_namespace) past their SLA deadline (results-api's --sla), "+
+			"an image counting in every namespace it runs in, by severity. Namespaces as crowsnest_namespace_vulnerabilities' "+
+			"(at most --vuln-metrics-max-namespaces); a namespace without an overdue finding exports zeros.",
+		[]string{"workload_namespace", "severity"}, nil)
+	overdueKEVDesc = prometheus.NewDesc("crowsnest_findings_overdue_kev",
+		"Of crowsnest_findings_overdue, the findings listed in CISA's KEV catalog, per namespace (label workload_namespace).",
+		[]string{"workload_namespace"}, nil)
 	refreshedDesc = prometheus.NewDesc("crowsnest_vulnerability_metrics_refreshed_timestamp_seconds",
 		"Unix time of the last successful refresh of the vulnerability metrics from the store (absent before the first).",
 		nil, nil)
@@ -73,7 +81,7 @@ func NewCollector() *Collector { return &Collector{} }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{vulnsDesc, nsVulnsDesc, nsTruncatedDesc, imagesDesc, topDesc, newDesc, refreshedDesc} {
+	for _, d := range []*prometheus.Desc{vulnsDesc, nsVulnsDesc, nsTruncatedDesc, imagesDesc, topDesc, newDesc, overdueDesc, overdueKEVDesc, refreshedDesc} {
 		ch <- d
 	}
 }
@@ -107,8 +115,16 @@ func (c *Collector) set(st *store.VulnStats, maxNamespaces int, at time.Time) {
 	bySeverity(vulnsDesc, st.Running)
 	bySeverity(newDesc, st.New)
 	kept, cut := worstNamespaces(st.Namespaces, maxNamespaces)
+	overdue := make(map[string]store.NamespaceOverdue, len(st.Overdue))
+	for _, o := range st.Overdue {
+		overdue[o.Namespace] = o
+	}
 	for _, n := range kept {
 		bySeverity(nsVulnsDesc, n.Counts, n.Namespace)
+		// Only the kept namespaces: the series stay as bounded as theirs.
+		o := overdue[n.Namespace]
+		bySeverity(overdueDesc, o.Counts, n.Namespace)
+		gauge(overdueKEVDesc, o.KEV, n.Namespace)
 	}
 	gauge(nsTruncatedDesc, cut)
 	gauge(imagesDesc, st.Images.Running, StateRunning)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 )
 
@@ -36,9 +37,11 @@ type Options struct {
 	Errors   prometheus.Counter
 	Duration prometheus.Observer
 	Logger   *slog.Logger
-	// Now is the clock of the 7-day window and the refresh timestamp
-	// (default time.Now).
+	// Now is the clock of the 7-day window, of overdue findings and of the
+	// refresh timestamp (default time.Now).
 	Now func() time.Time
+	// SLA is the policy findings are overdue by (zero: none is).
+	SLA report.SLA
 }
 
 // Refresher recomputes the vulnerability metrics from the store into a
@@ -99,7 +102,7 @@ func (r *Refresher) Refresh(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
 	defer cancel()
 	start, now := time.Now(), r.o.Now()
-	st, err := r.st.VulnStats(ctx, store.VulnStatsQuery{TopLimit: TopLimit, NewSince: now.Add(-NewWindow)})
+	st, err := r.st.VulnStats(ctx, store.VulnStatsQuery{TopLimit: TopLimit, NewSince: now.Add(-NewWindow), Now: now, SLA: r.o.SLA})
 	r.o.Duration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		r.o.Errors.Inc()

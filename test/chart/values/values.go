@@ -282,8 +282,11 @@ type ResultsAPI struct {
 	ReportRetention string `json:"reportRetention" jsonschema:"description=Delete reports of images no namespace has run for longer than this (0s keeps them),pattern=^([0-9]+(ms|s|m|h))+$"`
 	// VulnMetrics are --vuln-metrics-interval and --vuln-metrics-max-namespaces.
 	VulnMetrics VulnMetrics `json:"vulnMetrics"`
-	WriteToken  WriteToken  `json:"writeToken"`
-	Ingress     Ingress     `json:"ingress"`
+	// SLA is --sla: remediation deadlines per severity and for KEV-listed
+	// findings (results-api parses it at start and refuses a bad one).
+	SLA        string     `json:"sla" jsonschema:"description=Remediation SLA: severity=window pairs (critical/high/medium/low/negligible/unknown) and kev=window; windows as whole days (7d) or Go durations; none for no deadlines,pattern=^(none|(critical|high|medium|low|negligible|unknown|kev)=([0-9]+d|([0-9]+(ms|s|m|h))+)(\\x2c(critical|high|medium|low|negligible|unknown|kev)=([0-9]+d|([0-9]+(ms|s|m|h))+))*)$"`
+	WriteToken WriteToken `json:"writeToken"`
+	Ingress    Ingress    `json:"ingress"`
 	// PodDisruptionBudget applies with replicas > 1 (the default is 2).
 	PodDisruptionBudget PodDisruptionBudget `json:"podDisruptionBudget"`
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { advisoryUrl, epss, relativeTime, repository, riskScore, shortDigest } from './format';
+import { advisoryUrl, age, dueTitle, epss, relativeTime, repository, riskScore, shortDigest } from './format';
 import { match } from './router';
 
 describe('formatting', () => {
@@ -45,5 +45,15 @@ describe('routes', () => {
     expect(match('/images/sha256:xyz').name).toBe('notfound');
     expect(match('/changes', '?since=7d&minSeverity=high').name).toBe('changes');
     expect(match('/changes/').query.toString()).toBe('');
+  });
+});
+
+describe('age and SLA', () => {
+  it('renders whole days and the deadline', () => {
+    expect(age({ ageDays: 12 })).toBe('12 d');
+    expect(age({})).toBe('—');
+    expect(dueTitle({ slaDue: '2026-11-08T10:00:00Z', overdue: true })).toBe('Overdue since 2026-11-08 (SLA)');
+    expect(dueTitle({ slaDue: '2026-12-01T10:00:00Z', overdue: false })).toBe('Due 2026-12-01 (SLA)');
+    expect(dueTitle({ overdue: false })).toBe('No SLA deadline for this severity');
   });
 });

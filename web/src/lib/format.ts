@@ -104,3 +104,14 @@ export function workloadRows(images: readonly { digest: string; image: string; r
     (a, b) => cmp(a.namespace, b.namespace) || cmp(a.kind, b.kind) || cmp(a.name, b.name) || cmp(a.image, b.image),
   );
 }
+
+/** A finding's age ("12 d", "—" when the API gave none). */
+export function age(f: Pick<Finding, 'ageDays'>): string {
+  return typeof f.ageDays === 'number' ? `${f.ageDays} d` : '—';
+}
+
+/** The title of an overdue badge: when the SLA deadline passed. */
+export function dueTitle(f: Pick<Finding, 'slaDue' | 'overdue'>): string {
+  if (!f.slaDue) return 'No SLA deadline for this severity';
+  return `${f.overdue ? 'Overdue since' : 'Due'} ${f.slaDue.slice(0, 10)} (SLA)`;
+}

@@ -409,6 +409,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/lifecycle": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Finding age and time to fix per namespace.
+         * @description Per namespace that runs an image now (of those the caller may read):
+         *     the open findings of its running images by age (days since a report
+         *     of the image first held the finding), how many are past their SLA
+         *     deadline (results-api's --sla), and the mean time from first seen to
+         *     resolved of the findings a later report of a running image dropped in
+         *     the last 30 and 90 days. An image counts in every namespace it runs in.
+         */
+        get: operations["getLifecycle"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events": {
         parameters: {
             query?: never;
@@ -689,6 +714,20 @@ export interface components {
             url?: string;
             risk: components["schemas"]["Risk"];
             suppression?: components["schemas"]["Suppression"];
+            /**
+             * Format: date-time
+             * @description When a report of the image first held the finding (it keeps that time if it was resolved and came back).
+             */
+            firstSeen?: string;
+            /** @description Whole days since firstSeen. */
+            ageDays?: number;
+            /**
+             * Format: date-time
+             * @description Its SLA deadline: firstSeen plus its severity's window, or, when KEV-listed, the KEV listing plus the KEV window if earlier; absent when no window applies.
+             */
+            slaDue?: string;
+            /** @description Past slaDue. */
+            overdue?: boolean;
         };
         /** @description The exception that suppresses a finding in this view; absent when the finding is active. */
         Suppression: {
@@ -847,6 +886,20 @@ export interface components {
             fixedIn: string[];
             risk: components["schemas"]["Risk"];
             suppression?: components["schemas"]["Suppression"];
+            /**
+             * Format: date-time
+             * @description When a report of the image first held the finding (it keeps that time if it was resolved and came back).
+             */
+            firstSeen?: string;
+            /** @description Whole days since firstSeen. */
+            ageDays?: number;
+            /**
+             * Format: date-time
+             * @description Its SLA deadline: firstSeen plus its severity's window, or, when KEV-listed, the KEV listing plus the KEV window if earlier; absent when no window applies.
+             */
+            slaDue?: string;
+            /** @description Past slaDue. */
+            overdue?: boolean;
         };
         Vulnerability: {
             id: string;
@@ -911,6 +964,10 @@ export interface components {
         };
         Stats: {
             images: number;
+            /** @description Findings of images some namespace runs now past their SLA deadline (results-api's --sla). */
+            overdue: number;
+            /** @description Of the overdue findings */
+            overdueKev: number;
             findings: number;
             /** @description Findings listed in CISA's KEV catalog, in images some namespace runs now. */
             kevRunning: number;
@@ -919,6 +976,45 @@ export interface components {
             scans: components["schemas"]["ScanCounts"];
             topImages: components["schemas"]["ReportSummary"][];
             topVulnerabilities: components["schemas"]["TopVulnerability"][];
+        };
+        Lifecycle: {
+            /**
+             * @description The SLA policy in force, as results-api's --sla reads it.
+             * @example critical=7d,high=30d,medium=90d,low=180d,kev=14d
+             */
+            sla: string;
+            namespaces: components["schemas"]["NamespaceLifecycle"][];
+        };
+        NamespaceLifecycle: {
+            namespace: string;
+            /** @description Findings of the images running in the namespace. */
+            open: number;
+            ages: components["schemas"]["AgeBuckets"];
+            /** @description Open findings past their SLA deadline. */
+            overdue: number;
+            /** @description Of those */
+            overdueKev: number;
+            /** @description Findings of running images that a later report resolved in the last 30 days. */
+            fixed30d: number;
+            /**
+             * Format: double
+             * @description Their mean days from first seen to resolved; absent when none.
+             */
+            meanTimeToFix30d?: number;
+            /** @description The same over 90 days. */
+            fixed90d: number;
+            /**
+             * Format: double
+             * @description Their mean days from first seen to resolved; absent when none.
+             */
+            meanTimeToFix90d?: number;
+        };
+        /** @description Open findings by whole days since first seen. */
+        AgeBuckets: {
+            d0to7: number;
+            d8to30: number;
+            d31to90: number;
+            over90: number;
         };
         /** @description Payload of crowsnest.report.stored (events/v1 ReportStored). */
         ReportStored: {
@@ -1148,6 +1244,10 @@ export interface components {
         };
     };
     parameters: {
+        /** @description When true, only findings past their SLA deadline (results-api's --sla). */
+        Overdue: boolean;
+        /** @description Only findings first seen at least this many whole days ago. */
+        MinAgeDays: number;
         /** @description Image manifest digest. */
         Digest: components["schemas"]["Digest"];
         /** @description Changes per page. */
@@ -1276,6 +1376,10 @@ export interface operations {
                 kev?: boolean;
                 /** @description Only findings whose EPSS score is at least this. */
                 minEpss?: number;
+                /** @description When true, only findings past their SLA deadline (results-api's --sla). */
+                overdue?: components["parameters"]["Overdue"];
+                /** @description Only findings first seen at least this many whole days ago. */
+                minAgeDays?: components["parameters"]["MinAgeDays"];
                 /** @description Findings per page. */
                 findingsLimit?: number;
                 /** @description Opaque cursor from a previous page's findingsNextCursor, made for the same sort; any other value is 400 invalid_query. */
@@ -1650,6 +1754,10 @@ export interface operations {
                 namespace?: components["parameters"]["ViewNamespace"];
                 /** @description Findings suppressed by an exception in this view: false (default) leaves them out, true keeps only them, all keeps both; each is marked with its suppression. */
                 suppressed?: components["parameters"]["Suppressed"];
+                /** @description When true, only findings past their SLA deadline (results-api's --sla). */
+                overdue?: components["parameters"]["Overdue"];
+                /** @description Only findings first seen at least this many whole days ago. */
+                minAgeDays?: components["parameters"]["MinAgeDays"];
             };
             header?: never;
             path: {
@@ -1659,7 +1767,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The vulnerability and the affected images. */
+            /** @description The vulnerability and the affected images (with overdue or minAgeDays, only those findings; an empty list when none is). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1745,6 +1853,32 @@ export interface operations {
                     "application/json": components["schemas"]["Stats"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getLifecycle: {
+        parameters: {
+            query?: {
+                /** @description Only this namespace (nothing when the caller may not read it). */
+                namespace?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The figures, in namespace order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Lifecycle"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             503: components["responses"]["Unavailable"];
         };
