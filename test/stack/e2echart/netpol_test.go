@@ -29,7 +29,7 @@ const tenant = "tenant"
 // fails.
 //
 //   - A tenant Pod (namespace tenant, no policy of its own) cannot reach
-//     NATS (client and monitor ports, through the Service and at the Pod) or
+//     NATS (client and monitor ports) or
 //     the operator's health port; it reaches results-api through its
 //     Service by name (DNS included) and its metrics port, and the matcher
 //     (the chart lets anyone reach the matcher's one port: scan Pods of any
@@ -48,7 +48,9 @@ func networkPolicies(ctx context.Context, t *testing.T, c kubernetes.Interface, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	nats := serviceAddr(ctx, t, c, "nats", "4222")
+	// NATS's Service is headless (a StatefulSet's): clients connect to the
+	// Pod's address. Flows expected to fail name addresses, never names, so
+	// that a failed lookup cannot pass for a refused connection.
 	natsPod := podIP(ctx, t, c, "nats")
 	operatorHealth := net.JoinHostPort(podIP(ctx, t, c, "operator"), "8081")
 	api := release + "-results-api." + namespace + ".svc.cluster.local:80"
@@ -66,7 +68,7 @@ func networkPolicies(ctx context.Context, t *testing.T, c kubernetes.Interface, 
 	at := netcheck.Placement{NodeName: stack.NodeName, Labels: map[string]string{"crowsnest.dev/ignore": "true"}}
 	start := time.Now()
 	logs, err := netcheck.Run(ctx, c, tenant, "tenant-probe", image, at, "expect", "60",
-		"deny:"+nats, "deny:"+net.JoinHostPort(natsPod, "4222"), "deny:"+net.JoinHostPort(natsPod, "8222"), "deny:"+operatorHealth,
+		"deny:"+net.JoinHostPort(natsPod, "4222"), "deny:"+net.JoinHostPort(natsPod, "8222"), "deny:"+operatorHealth,
 		"allow:"+api, "allow:"+apiMetrics, "allow:"+matcher, "report:"+pg.Host)
 	if err != nil {
 		t.Fatalf("a tenant Pod's flows are not what the chart's NetworkPolicies allow: %v", err)
@@ -79,7 +81,7 @@ func networkPolicies(ctx context.Context, t *testing.T, c kubernetes.Interface, 
 	start = time.Now()
 	logs, err = netcheck.Run(ctx, c, scanned, "scan-probe", image, scanAt, "expect", "60",
 		"allow:"+api, "allow:"+matcher,
-		"deny:"+nats, "deny:"+pg.Host, "deny:"+apiMetrics, "deny:"+operatorHealth)
+		"deny:"+net.JoinHostPort(natsPod, "4222"), "deny:"+pg.Host, "deny:"+apiMetrics, "deny:"+operatorHealth)
 	if err != nil {
 		t.Fatalf("a scan Pod's flows are not what the chart's NetworkPolicies allow: %v", err)
 	}
@@ -95,6 +97,9 @@ func serviceAddr(ctx context.Context, t *testing.T, c kubernetes.Interface, comp
 	svc, err := c.CoreV1().Services(namespace).Get(ctx, release+"-"+component, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ip := net.ParseIP(svc.Spec.ClusterIP); ip == nil {
+		t.Fatalf("Service %s has no ClusterIP (%q)", svc.Name, svc.Spec.ClusterIP)
 	}
 	return net.JoinHostPort(svc.Spec.ClusterIP, port)
 }
