@@ -41,14 +41,12 @@ func expect(seconds string, specs []string) error {
 		met := true
 		var lines []string
 		for _, t := range targets {
-			err := connect(t.addr)
-			switch {
-			case err == nil:
-				lines = append(lines, fmt.Sprintf("%s %s connected", t.want, t.addr))
-				met = met && t.want != "deny"
-			default:
+			if err := connect(t.addr); err != nil {
 				lines = append(lines, fmt.Sprintf("%s %s failed: %v", t.want, t.addr, err))
 				met = met && t.want != "allow"
+			} else {
+				lines = append(lines, fmt.Sprintf("%s %s connected", t.want, t.addr))
+				met = met && t.want != "deny"
 			}
 		}
 		if met || time.Now().After(deadline) {
