@@ -226,11 +226,14 @@ e2e: stack-deps tool-gotestsum ## End-to-end tests on the local stack (test/stac
 	hack/deps.sh chromium
 	$(timed) $(call gotest,e2e,$(E2E_MODULE),,-count=1 -race -p 1 -timeout=40m -v -run '$(E2E_RUN)' ./...)
 
+# E2E_CHART_RUN narrows the suite, e.g. E2E_CHART_RUN="-run TestChartOnTheRealNode/network_policies"
+# (the install, then only that step); CROWSNEST_E2E_NO_NETPOL=1 runs it without the enforcer.
 .PHONY: e2e-chart
 e2e-chart: GOTESTSUM_FORMAT := standard-verbose
-e2e-chart: stack-deps tool-gotestsum tool-helm ## The chart installed for real (test/stack/e2echart): helm install onto the stack's real node, every component a Pod from the images make images builds, a scan stored through the results-api Service.
+e2e-chart: stack-deps tool-gotestsum tool-helm ## The chart installed for real (test/stack/e2echart): helm install onto the stack's real node, every component a Pod from the images make images builds, a scan stored through the results-api Service, its NetworkPolicies enforced (kube-router's firewall).
 	$(MAKE) --no-print-directory images PLATFORMS=linux/$$(go env GOARCH)
-	$(timed) $(call gotest,e2e-chart,$(E2E_MODULE),CROWSNEST_E2E_CHART=1,-count=1 -race -p 1 -timeout=40m -v ./e2echart/)
+	hack/tools.sh kube-router
+	$(timed) $(call gotest,e2e-chart,$(E2E_MODULE),CROWSNEST_E2E_CHART=1,-count=1 -race -p 1 -timeout=40m -v $(E2E_CHART_RUN) ./e2echart/)
 
 .PHONY: bench-e2e
 bench-e2e: stack-deps ## Scale benchmark on the local stack (1,000 Pods, 300 digests, 10 namespaces); numbers go to docs/benchmarks.md.

@@ -27,9 +27,10 @@ for dep in "$@"; do
 		;;
 	node)
 		# The local stack's real node: containerd and runc run the scan Pods,
-		# the CNI plugins give them the node's bridge network.
-		[[ -x /usr/bin/containerd && -x /usr/bin/runc && -x /usr/lib/cni/bridge && -x /usr/sbin/iptables ]] ||
-			apt_install containerd runc containernetworking-plugins iptables
+		# the CNI plugins give them the node's bridge network, ipset holds the
+		# address sets of kube-router's NetworkPolicy rules.
+		[[ -x /usr/bin/containerd && -x /usr/bin/runc && -x /usr/lib/cni/bridge && -x /usr/sbin/iptables && -x /usr/sbin/ipset ]] ||
+			apt_install containerd runc containernetworking-plugins iptables ipset
 		;;
 	*) echo "deps: unknown dependency $dep" >&2; exit 2 ;;
 	esac

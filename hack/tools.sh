@@ -4,7 +4,7 @@
 # ~/.cache/crowsnest), keyed by version and wrapper-module checksum, so a fresh
 # clone on the same machine links the cached binary instead of rebuilding.
 #
-#   hack/tools.sh kube|etcd|coredns|nats-server|controller-gen|golangci-lint|helm|kwok|oapi-codegen|gotestsum|tilt|kind|grype|actionlint ...
+#   hack/tools.sh kube|etcd|coredns|kube-router|nats-server|controller-gen|golangci-lint|helm|kwok|oapi-codegen|gotestsum|tilt|kind|grype|actionlint ...
 set -euo pipefail
 shopt -s inherit_errexit
 export GOWORK=off
@@ -107,6 +107,18 @@ coredns() {
 	link "$dir/coredns" "$BIN/coredns"
 }
 
+# kube-router: the local stack's NetworkPolicy enforcer (its firewall
+# controller only; test/stack/internal/netpol), pinned in
+# hack/tools/kube-router/go.mod, keyed by that module's exact dependency set.
+kube_router() {
+	local moddir=$ROOT/hack/tools/kube-router v
+	v=$(sed -nE 's#^require github\.com/cloudnativelabs/kube-router/v2 (v[0-9.]+)$#\1#p' "$moddir/go.mod")
+	local p=github.com/cloudnativelabs/kube-router/v2/pkg/version
+	local dir
+	dir=$(build_wrapper "kube-router-$v" "$moddir" "-s -w -X $p.Version=$v -X $p.BuildDate=1970-01-01T00:00:00Z" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router)
+	link "$dir/kube-router" "$BIN/kube-router"
+}
+
 # tilt: its own build, because Tilt needs cgo (tree-sitter) and its fork of
 # apimachinery is not in the checksum database.
 tilt() {
@@ -139,6 +151,7 @@ install_one() {
 	kube) with_lock kube kube ;;
 	etcd) with_lock etcd etcd ;;
 	coredns) with_lock coredns coredns ;;
+	kube-router) with_lock kube-router kube_router ;;
 	nats-server) with_lock nats-server go_install nats-server github.com/nats-io/nats-server/v2 "$NATS_SERVER_VERSION" ;;
 	controller-gen) with_lock controller-gen go_install controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "$CONTROLLER_GEN_VERSION" ;;
 	golangci-lint) with_lock golangci-lint go_install golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint "$GOLANGCI_LINT_VERSION" ;;

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"path"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/proxy"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/services"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/storage"
@@ -38,6 +40,9 @@ func (s *Stack) startChartCluster(ctx, bg context.Context) error {
 	}
 	s.Postgres = pg
 	s.closers = append(s.closers, func() { _ = pg.Stop() })
+	if err := s.postgresOn5432(); err != nil {
+		return err
+	}
 	if err := s.startNode(ctx, ChartImages); err != nil {
 		return err
 	}
@@ -49,9 +54,31 @@ func (s *Stack) startChartCluster(ctx, bg context.Context) error {
 	return s.serveDBMirror(ctx)
 }
 
+// postgresOn5432 makes Postgres.PodURL name port 5432 on the gateway, where a
+// TCP forwarder passes connections on to the server's own port (which it
+// shares with loopback, so it cannot be 5432 itself): the chart's
+// NetworkPolicy opens 5432 for an external database, and an enforcer
+// judges the port a Pod connects to.
+func (s *Stack) postgresOn5432() error {
+	u, err := url.Parse(s.Postgres.PodURL)
+	if err != nil {
+		return fmt.Errorf("postgres URL for Pods: %w", err)
+	}
+	fwd, err := proxy.Start(net.JoinHostPort(s.HostIP(), "5432"), []string{u.Host})
+	if err != nil {
+		return fmt.Errorf("postgres on the gateway's port 5432: %w", err)
+	}
+	s.closers = append(s.closers, fwd.Close)
+	u.Host = fwd.Addr()
+	s.Postgres.PodURL = u.String()
+	return nil
+}
+
 // serveDBMirror writes the project's offline DB with its listing (without
 // DemoAdvisories when Options.HoldBackAdvisories is set) and serves the
-// folder over HTTP on the gateway (the node's Pods reach it).
+// folder over plain HTTP on the gateway's port 443 (the node's Pods reach
+// it; the chart's NetworkPolicy lets the matcher reach its upstream on 443
+// only).
 func (s *Stack) serveDBMirror(ctx context.Context) error {
 	var hold []string
 	if s.Options.HoldBackAdvisories {
@@ -60,7 +87,7 @@ func (s *Stack) serveDBMirror(ctx context.Context) error {
 	if err := s.writeMirrorDB(ctx, time.Now().Add(-time.Hour), hold); err != nil {
 		return err
 	}
-	l, err := net.Listen("tcp", s.hostAddr(""))
+	l, err := net.Listen("tcp", net.JoinHostPort(s.HostIP(), "443"))
 	if err != nil {
 		return fmt.Errorf("DB mirror: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/clusterdns"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/kubeproxy"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/netpol"
 )
 
 // startClusterDNS runs CoreDNS on the node network's gateway, port 53, with
@@ -72,5 +73,39 @@ func (s *Stack) startKubeProxy(ctx context.Context) error {
 		}
 	})
 	s.Log.Info("kube-proxy ready", "services", s.Network.ServiceCIDR.String(), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// startNetworkPolicies runs kube-router's firewall for the real node
+// (Options.NetworkPolicies), as netpol.User. Its rules are machine-wide
+// like kube-proxy's: in chart mode it waits for another stack's to stop.
+func (s *Stack) startNetworkPolicies(ctx context.Context) error {
+	if !s.Options.NetworkPolicies {
+		return nil
+	}
+	kubeconfig, err := s.Cluster.AddUser(netpol.User, nil, "kube-router.kubeconfig")
+	if err != nil {
+		return err
+	}
+	if err := netpol.Grant(ctx, s.Cluster.Client); err != nil {
+		return err
+	}
+	var wait time.Duration
+	if s.Options.Chart {
+		wait = 15 * time.Minute
+	}
+	start := time.Now()
+	e, err := netpol.Start(ctx, netpol.Config{Binary: s.Options.Bin.KubeRouter, LogDir: s.Options.StateDir, Kubeconfig: kubeconfig,
+		NodeName: NodeName, ServiceCIDR: s.Network.ServiceCIDR, WaitForLock: wait})
+	if err != nil {
+		return fmt.Errorf("NetworkPolicy enforcer: %w", err)
+	}
+	s.NetPol = e
+	s.closers = append(s.closers, func() {
+		if err := e.Stop(); err != nil {
+			s.Log.Error("stop kube-router", "error", err)
+		}
+	})
+	s.Log.Info("NetworkPolicies enforced (kube-router firewall)", "node", NodeName, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }

@@ -69,7 +69,7 @@ func (s *Stack) hostAddr(addr string) string {
 // startNode pushes the node's pause image and the project's images named
 // (make images: dist/images/<name>, as <registry>/crowsnest/crowsnest-<name>)
 // into the stack's registry, then runs the cluster DNS, containerd and the
-// kubelet, and kube-proxy.
+// kubelet, kube-proxy and (Options.NetworkPolicies) kube-router's firewall.
 func (s *Stack) startNode(ctx context.Context, images []string) error {
 	o := s.Options
 	pauseBin := filepath.Join(o.StateDir, "pause")
@@ -128,7 +128,10 @@ func (s *Stack) startNode(ctx context.Context, images []string) error {
 	})
 	s.Log.Info("real node Ready", "node", NodeName, "took", time.Since(start).Round(time.Millisecond))
 	s.pauseImage, s.pauseBin = pauseRef, pauseBin
-	return s.startKubeProxy(ctx)
+	if err := s.startKubeProxy(ctx); err != nil {
+		return err
+	}
+	return s.startNetworkPolicies(ctx)
 }
 
 // PauseImage is the node's pause image in the stack's registry: a static

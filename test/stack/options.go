@@ -16,6 +16,7 @@ type Binaries struct {
 	Grype, Vulndb, Matcher         string
 	Notifier                       string
 	CoreDNS                        string // the cluster DNS (hack/tools.sh coredns)
+	KubeRouter                     string // the NetworkPolicy enforcer (hack/tools.sh kube-router)
 	// Images holds the OCI layouts of make images (<repo>/dist/images): the
 	// scan Jobs' uploader and grype images.
 	Images string
@@ -44,8 +45,12 @@ type Options struct {
 	// kube-proxy (waited for when another stack holds it), a default
 	// StorageClass, every project image in the registry (ChartImages),
 	// Postgres for Pods (Postgres.PodURL) and a Grype DB mirror (DBMirrorURL).
-	Chart    bool
-	OnlineDB bool // use Grype's published DB instead of the project's offline one
+	Chart bool
+	// NetworkPolicies enforces NetworkPolicies on the real node: kube-router's
+	// firewall (internal/netpol) beside kube-proxy, waited for like it in
+	// chart mode when another stack runs it.
+	NetworkPolicies bool
+	OnlineDB        bool // use Grype's published DB instead of the project's offline one
 	// DBUpdateAfter, offline and above zero: this long after start, a newer
 	// DB that publishes DemoAdvisories is imported into the matcher, which
 	// re-matches every report (the Changes view fills live).
@@ -99,6 +104,7 @@ func (o *Options) defaults() error {
 	def(&o.Bin.Matcher, filepath.Join(bin, "matcher"))
 	def(&o.Bin.Notifier, filepath.Join(bin, "notifier"))
 	def(&o.Bin.CoreDNS, filepath.Join(bin, "coredns"))
+	def(&o.Bin.KubeRouter, filepath.Join(bin, "kube-router"))
 	def(&o.Bin.Images, filepath.Join(o.Root, "dist", "images"))
 	def(&o.APIAddr, "127.0.0.1:0")
 	def(&o.ReadAuth, "open")
@@ -141,6 +147,9 @@ func (o *Options) missing() []string {
 		if !o.OnlineDB {
 			need = append(need, o.Bin.Vulndb)
 		}
+	}
+	if o.NetworkPolicies && !o.ClusterOnly {
+		need = append(need, o.Bin.KubeRouter)
 	}
 	var out []string
 	for _, p := range need {

@@ -19,6 +19,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/clusterdns"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/controlplane"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/kubeproxy"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/netpol"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/node"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/proxy"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
@@ -57,6 +58,9 @@ type Stack struct {
 	// this machine runs kube-proxy.
 	DNS       *clusterdns.Server
 	KubeProxy *kubeproxy.KubeProxy
+	// NetPol enforces NetworkPolicies on the real node
+	// (Options.NetworkPolicies), nil otherwise.
+	NetPol *netpol.Enforcer
 	// UploaderImage and GrypeImage are the scan Jobs' images, built by make
 	// images and served by Registry.
 	UploaderImage, GrypeImage string

@@ -69,6 +69,11 @@ func TestChartOnTheRealNode(t *testing.T) {
 		"--set", "postgres.enabled=false", "--set", "global.database.existingSecret.name=crowsnest-database",
 		"--set", "matcher.upstreamURL=" + cluster.DBMirrorURL, "--set", "matcher.extraArgs={--allow-insecure-upstream}",
 		"--set", "matcher.checkInterval=10s",
+		// The enforced NetworkPolicies (netpol_test.go): scan Pods pull from
+		// the registry's port, the components reach kube-apiserver on its
+		// port (policies judge the port after the Service's translation).
+		"--set", "global.networkPolicy.scanEgressPorts={443," + port(t, "http://"+registryHost) + "}",
+		"--set", "global.networkPolicy.apiServerPorts={443,6443," + port(t, cluster.Cluster.Config.Host) + "}",
 	}
 	start := time.Now()
 	if out, err := tool(ctx, t, "helm", args...); err != nil {
@@ -111,6 +116,7 @@ func TestChartOnTheRealNode(t *testing.T) {
 		run    func(context.Context, *testing.T, kubernetes.Interface, *workloads)
 		memory bool // log each Pod's memory after it
 	}{
+		{"network policies", networkPolicies, false},
 		{"rematch and notify", rematchAndNotify, true}, // the scans and a re-match done
 		{"upgrade with changed values", upgradeWithChangedValues, false},
 		{"delete results-api and matcher Pods", deletePods, true},

@@ -16,6 +16,11 @@ import (
 // registry and Postgres for Pods.
 var cluster *stack.Stack
 
+// EnvNoNetPol set to 1 runs the suite without the NetworkPolicy enforcer:
+// the network policies step then fails (the tenant's probe reaches NATS),
+// which shows the step detects a cluster that does not enforce them.
+const EnvNoNetPol = "CROWSNEST_E2E_NO_NETPOL"
+
 // EnvRun turns the suite on (make e2e-chart); make e2e, which runs every
 // package of the module, leaves it out: it needs its own stack.
 const EnvRun = "CROWSNEST_E2E_CHART"
@@ -39,7 +44,7 @@ func run(m *testing.M) int {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	start := time.Now()
-	s, err := stack.Start(ctx, stack.Options{Chart: true, HoldBackAdvisories: true, StateDir: os.Getenv("CROWSNEST_E2E_STATE_DIR")}, log)
+	s, err := stack.Start(ctx, stack.Options{Chart: true, NetworkPolicies: os.Getenv(EnvNoNetPol) == "", HoldBackAdvisories: true, StateDir: os.Getenv("CROWSNEST_E2E_STATE_DIR")}, log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start the chart's cluster:", err)
 		return 1

@@ -4,9 +4,14 @@
 //	netprobe serve PORT            answer every TCP connection with "netprobe <hostname>"
 //	netprobe dial NAME:PORT [NAME] resolve NAME through the Pod's resolv.conf, connect,
 //	                               print what the server said; a second NAME must not resolve
+//	netprobe expect SECONDS allow:ADDR|deny:ADDR|report:ADDR ...
+//	                               TCP connects (2 s each) in rounds until, in one round,
+//	                               every allow address connects and every deny one fails
 //
 // dial retries for up to a minute (a Service's rules and DNS records follow
-// its creation by a moment) and exits 1 when it never succeeds.
+// its creation by a moment) and exits 1 when it never succeeds. expect
+// (expect.go) exits 1 when no round within SECONDS met the expectation
+// (NetworkPolicy rules follow a Pod's start by a moment).
 package main
 
 import (
@@ -22,7 +27,7 @@ import (
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: netprobe serve PORT | netprobe dial NAME:PORT [NAME]")
+		fmt.Fprintln(os.Stderr, "usage: netprobe serve PORT | netprobe dial NAME:PORT [NAME] | netprobe expect SECONDS allow:ADDR|deny:ADDR|report:ADDR ...")
 		os.Exit(2)
 	}
 	var err error
@@ -31,6 +36,8 @@ func main() {
 		err = serve(os.Args[2])
 	case "dial":
 		err = dial(os.Args[2], os.Args[3:])
+	case "expect":
+		err = expect(os.Args[2], os.Args[3:])
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}

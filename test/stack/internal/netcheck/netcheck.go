@@ -80,25 +80,31 @@ func Echo(ctx context.Context, c kubernetes.Interface, ns, image string, at Plac
 // returns its logs (read through the API server and the kubelet); a failed
 // probe is an error carrying its logs.
 func Probe(ctx context.Context, c kubernetes.Interface, ns, image string, at Placement, args ...string) (string, error) {
-	pod := probePod("probe", image, at, corev1.RestartPolicyNever, append([]string{"dial"}, args...)...)
+	return Run(ctx, c, ns, "probe", image, at, append([]string{"dial"}, args...)...)
+}
+
+// Run runs netprobe args… (any mode that ends) in Pod name of ns until it
+// ends and returns its logs; a failed run is an error carrying its logs.
+func Run(ctx context.Context, c kubernetes.Interface, ns, name, image string, at Placement, args ...string) (string, error) {
+	pod := probePod(name, image, at, corev1.RestartPolicyNever, args...)
 	if _, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		return "", fmt.Errorf("create probe pod: %w", err)
+		return "", fmt.Errorf("create %s pod: %w", name, err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		p, err := c.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err == nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
 			logs, err := c.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
 			if err != nil {
-				return "", fmt.Errorf("probe logs: %w", err)
+				return "", fmt.Errorf("%s logs: %w", name, err)
 			}
 			if p.Status.Phase == corev1.PodFailed {
-				return string(logs), fmt.Errorf("the probe failed:\n%s", logs)
+				return string(logs), fmt.Errorf("%s/%s failed:\n%s", ns, name, logs)
 			}
 			return string(logs), nil
 		}
 		if time.Now().After(deadline) {
-			return "", fmt.Errorf("probe not finished after 2m (status %+v): %w", p.Status, err)
+			return "", fmt.Errorf("%s/%s not finished after 3m (status %+v): %w", ns, name, p.Status, err)
 		}
 		select {
 		case <-ctx.Done():
