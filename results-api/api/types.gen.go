@@ -718,7 +718,7 @@ type NamespaceLifecycle struct {
 	// Overdue Open findings past their SLA deadline.
 	Overdue int `json:"overdue"`
 
-	// OverdueKev Of those
+	// OverdueKev Of those, the ones listed in CISA KEV.
 	OverdueKev int `json:"overdueKev"`
 }
 
@@ -974,7 +974,7 @@ type Stats struct {
 	// Overdue Findings of images some namespace runs now past their SLA deadline (results-api's --sla).
 	Overdue int `json:"overdue"`
 
-	// OverdueKev Of the overdue findings
+	// OverdueKev Of the overdue findings, those listed in CISA KEV.
 	OverdueKev         int                `json:"overdueKev"`
 	Scans              ScanCounts         `json:"scans"`
 	TopImages          []ReportSummary    `json:"topImages"`

@@ -966,7 +966,7 @@ export interface components {
             images: number;
             /** @description Findings of images some namespace runs now past their SLA deadline (results-api's --sla). */
             overdue: number;
-            /** @description Of the overdue findings */
+            /** @description Of the overdue findings, those listed in CISA KEV. */
             overdueKev: number;
             findings: number;
             /** @description Findings listed in CISA's KEV catalog, in images some namespace runs now. */
@@ -992,7 +992,7 @@ export interface components {
             ages: components["schemas"]["AgeBuckets"];
             /** @description Open findings past their SLA deadline. */
             overdue: number;
-            /** @description Of those */
+            /** @description Of those, the ones listed in CISA KEV. */
             overdueKev: number;
             /** @description Findings of running images that a later report resolved in the last 30 days. */
             fixed30d: number;
