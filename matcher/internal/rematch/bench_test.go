@@ -199,6 +199,15 @@ func (p benchPkg) component(report int) map[string]any {
 // another origin package (libcrypto3 from openssl), as in real images.
 func fleetSBOM(t testing.TB, r, n int, shared float64) []byte {
 	t.Helper()
+	return fleetSBOMAt(t, r, n, shared, "1.0.0-r0")
+}
+
+// fleetSBOMAt is fleetSBOM with the common base at baseVersion (apk
+// spelling; npm packages drop "-r0" and spell "-rN" as "-N"): reports that
+// share the base's names at other versions, as images built on different
+// releases of one base image do.
+func fleetSBOMAt(t testing.TB, r, n int, shared float64, baseVersion string) []byte {
+	t.Helper()
 	var doc map[string]any
 	if err := json.Unmarshal(benchSkeleton(t), &doc); err != nil {
 		t.Fatal(err)
@@ -210,7 +219,7 @@ func fleetSBOM(t testing.TB, r, n int, shared float64) []byte {
 		if i%4 == 3 {
 			eco = advisory.EcosystemNpm
 		}
-		idx, version := i, "1.0.0-r0"
+		idx, version := i, baseVersion
 		if i >= base {
 			idx = base + (r*(n-base)+i-base)%4096
 			version = fmt.Sprintf("1.0.0-r%d", r+1)
