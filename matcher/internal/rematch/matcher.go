@@ -124,7 +124,7 @@ func Open(dir string, o Options) (*Matcher, error) {
 		_ = rdr.Close()
 		return nil, err
 	}
-	var vr v6.Reader = rdr
+	vr := rdr
 	if ll, ok := rdr.(lowLevelReader); ok {
 		countStatements(ll.GetDB())
 	}
