@@ -199,6 +199,15 @@ func (p benchPkg) component(report int) map[string]any {
 // another origin package (libcrypto3 from openssl), as in real images.
 func fleetSBOM(t testing.TB, r, n int, shared float64) []byte {
 	t.Helper()
+	return fleetSBOMAt(t, r, n, shared, "1.0.0-r0")
+}
+
+// fleetSBOMAt is fleetSBOM with the common base at baseVersion (apk
+// spelling; npm packages drop "-r0" and spell "-rN" as "-N"): reports that
+// share the base's names at other versions, as images built on different
+// releases of one base image do.
+func fleetSBOMAt(t testing.TB, r, n int, shared float64, baseVersion string) []byte {
+	t.Helper()
 	var doc map[string]any
 	if err := json.Unmarshal(benchSkeleton(t), &doc); err != nil {
 		t.Fatal(err)
@@ -210,7 +219,7 @@ func fleetSBOM(t testing.TB, r, n int, shared float64) []byte {
 		if i%4 == 3 {
 			eco = advisory.EcosystemNpm
 		}
-		idx, version := i, "1.0.0-r0"
+		idx, version := i, baseVersion
 		if i >= base {
 			idx = base + (r*(n-base)+i-base)%4096
 			version = fmt.Sprintf("1.0.0-r%d", r+1)
@@ -291,9 +300,12 @@ func benchDB(b *testing.B, rows int) string {
 // benchSize rows with the Matcher's default concurrency (2), every
 // iteration a different report: "distinct" reports share no package,
 // "fleet" reports share 80% of theirs with a common base, as images built
-// on one base image do. It reports throughput and the process's peak RSS
-// (VmHWM, reset after the DB is written; run one sub-benchmark per process
-// to read it per configuration).
+// on one base image do; each with the match cache and the DB memo on and
+// off. A distinct report's names are not in any other of the first 34 (4,096
+// names of 120 per report); later ones reuse them at other versions. It
+// reports throughput, the SQL statements Grype's store ran per report and
+// the process's peak RSS (VmHWM, reset after the DB is written; run one
+// sub-benchmark per process to read it per configuration).
 func BenchmarkRematch(b *testing.B) {
 	rows, pkgs := benchSize()
 	start := time.Now()
@@ -304,17 +316,25 @@ func BenchmarkRematch(b *testing.B) {
 		shared float64
 	}{{"distinct", 0}, {"fleet", 0.8}} {
 		for _, cache := range []int64{-1, 0} {
-			name := v.name + "/cache=on"
-			if cache < 0 {
-				name = v.name + "/cache=off"
+			for _, memo := range []int64{-1, 0} {
+				name := v.name + "/cache=" + onOff(cache) + "/memo=" + onOff(memo)
+				b.Run(name, func(b *testing.B) {
+					benchRematch(b, dir, pkgs, v.shared, Options{CacheBytes: cache, MemoBytes: memo})
+				})
 			}
-			b.Run(name, func(b *testing.B) { benchRematch(b, dir, pkgs, v.shared, cache) })
 		}
 	}
 }
 
-func benchRematch(b *testing.B, dir string, pkgs int, shared float64, cacheBytes int64) {
-	m, err := Open(dir, Options{CacheBytes: cacheBytes})
+func onOff(bytes int64) string {
+	if bytes < 0 {
+		return "off"
+	}
+	return "on"
+}
+
+func benchRematch(b *testing.B, dir string, pkgs int, shared float64, o Options) {
+	m, err := Open(dir, o)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -327,6 +347,7 @@ func benchRematch(b *testing.B, dir string, pkgs int, shared float64, cacheBytes
 
 	var next, findings atomic.Int64
 	b.SetParallelism(1) // GOMAXPROCS goroutines; the Matcher admits 2 at a time
+	statements := work.sqlStatements.Load()
 	b.ResetTimer()
 	t0 := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
@@ -344,12 +365,17 @@ func benchRematch(b *testing.B, dir string, pkgs int, shared float64, cacheBytes
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "reports/s")
 	b.ReportMetric(float64(findings.Load())/float64(b.N), "findings/report")
+	b.ReportMetric(float64(work.sqlStatements.Load()-statements)/float64(b.N), "SQL/report")
 	if hwm := vmHWM(b); hwm > 0 {
 		b.ReportMetric(float64(hwm)/(1<<20), "peak-RSS-MiB")
 	}
 	if st := m.CacheStats(); st.Hits+st.Misses > 0 {
 		b.ReportMetric(float64(st.Hits)/float64(st.Hits+st.Misses), "cache-hit-ratio")
 		b.ReportMetric(float64(st.Bytes)/(1<<20), "cache-MiB")
+	}
+	if st := m.MemoStats(); st.Hits+st.Misses > 0 {
+		b.ReportMetric(float64(st.Hits)/float64(st.Hits+st.Misses), "memo-hit-ratio")
+		b.ReportMetric(float64(st.Bytes)/(1<<20), "memo-MiB")
 	}
 }
 

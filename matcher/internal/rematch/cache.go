@@ -1,9 +1,6 @@
 package rematch
 
 import (
-	"container/list"
-	"sync"
-
 	"github.com/anchore/grype/grype/match"
 	"github.com/anchore/grype/grype/pkg"
 	"github.com/anchore/grype/grype/vulnerability"
@@ -39,38 +36,24 @@ type CacheStats struct {
 
 type matchCache struct {
 	maxBytes int64
-
-	mu      sync.Mutex
-	entries map[cacheKey]*list.Element
-	lru     list.List // of *cacheEntry, most recently used first
-	stats   CacheStats
+	entries  *lru[cacheKey, *cacheEntry]
 }
 
 type cacheEntry struct {
-	key     cacheKey
-	bytes   int64
 	matches []match.Match // Package left empty: it is the asking package
 	ignores []match.IgnoreRelatedPackage
 }
 
 func newMatchCache(maxBytes int64) *matchCache {
-	return &matchCache{maxBytes: maxBytes, entries: map[cacheKey]*list.Element{}}
+	return &matchCache{maxBytes: maxBytes, entries: newLRU[cacheKey, *cacheEntry](maxBytes)}
 }
 
 // get returns a copy of the cached answer for k, made for p, or false.
 func (c *matchCache) get(k cacheKey, p pkg.Package) ([]match.Match, []match.IgnoreFilter, bool) {
-	c.mu.Lock()
-	el, ok := c.entries[k]
+	e, ok := c.entries.get(k)
 	if !ok {
-		c.stats.Misses++
-		c.mu.Unlock()
 		return nil, nil, false
 	}
-	c.stats.Hits++
-	c.lru.MoveToFront(el)
-	e := el.Value.(*cacheEntry)
-	c.mu.Unlock()
-
 	// e is never changed once stored, so it is copied outside the lock.
 	var matches []match.Match
 	if e.matches != nil {
@@ -95,7 +78,8 @@ func (c *matchCache) put(k cacheKey, p pkg.Package, matches []match.Match, ignor
 	if c.maxBytes <= 0 {
 		return
 	}
-	e := &cacheEntry{key: k}
+	e := &cacheEntry{}
+	var size int64
 	if matches != nil {
 		pk, _ := keyOf("", p)
 		stripped := make([]match.Match, len(matches))
@@ -109,7 +93,7 @@ func (c *matchCache) put(k cacheKey, p pkg.Package, matches []match.Match, ignor
 			m.Package = pkg.Package{}
 			stripped[i] = m
 		}
-		e.matches, e.bytes = deepCopy(stripped)
+		e.matches, size = deepCopy(stripped)
 	}
 	for _, f := range ignores {
 		r, ok := f.(match.IgnoreRelatedPackage)
@@ -117,44 +101,19 @@ func (c *matchCache) put(k cacheKey, p pkg.Package, matches []match.Match, ignor
 			return
 		}
 		e.ignores = append(e.ignores, r)
-		e.bytes += int64(len(r.Reason) + len(r.VulnerabilityID) + len(r.RelationshipType) + 64)
+		size += int64(len(r.Reason) + len(r.VulnerabilityID) + len(r.RelationshipType) + 64)
 	}
-	e.bytes += entryOverhead
-	if e.bytes > c.maxBytes/4 {
+	size += entryOverhead
+	if size > c.maxBytes/4 {
 		return
 	}
-
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.entries[k]; ok {
-		return // a concurrent match stored the same answer
-	}
-	c.entries[k] = c.lru.PushFront(e)
-	c.stats.Bytes += e.bytes
-	for c.stats.Bytes > c.maxBytes {
-		last := c.lru.Back()
-		old := last.Value.(*cacheEntry)
-		c.lru.Remove(last)
-		delete(c.entries, old.key)
-		c.stats.Bytes -= old.bytes
-	}
-	c.stats.Entries = len(c.entries)
+	c.entries.add(k, e, size)
 }
 
 // clear drops every entry (the Matcher is closed).
-func (c *matchCache) clear() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	clear(c.entries)
-	c.lru.Init()
-	c.stats.Entries, c.stats.Bytes = 0, 0
-}
+func (c *matchCache) clear() { c.entries.clear() }
 
-func (c *matchCache) snapshot() CacheStats {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stats
-}
+func (c *matchCache) snapshot() CacheStats { return c.entries.snapshot() }
 
 // cachingMatcher answers from the cache and asks the Grype matcher it wraps
 // on a miss.

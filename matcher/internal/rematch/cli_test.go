@@ -39,7 +39,8 @@ func grypeCLI(t *testing.T) string {
 // TestMatchEqualsGrypeCLI runs `grype sbom:FILE -o cyclonedx-json` on the
 // changed DB for every real fixture and compares it with Match's output:
 // byte for byte, once the per-run values (serial number, timestamp) and the
-// DB properties Match adds are set aside.
+// DB properties Match adds are set aside. It does so with the Matcher's
+// defaults (DB memo and match cache on) and with both off.
 func TestMatchEqualsGrypeCLI(t *testing.T) {
 	bin := grypeCLI(t)
 	dbDir := writeDB(t, changedAdvisories(), fixtureBuilt.Add(24*time.Hour))
@@ -60,7 +61,10 @@ func TestMatchEqualsGrypeCLI(t *testing.T) {
 		return out
 	}
 	grype("db", "import", filepath.Join(dbDir, "vulnerability.db"))
-	m := openDB(t, dbDir)
+	matchers := map[string]*Matcher{
+		"default":            openDB(t, dbDir),
+		"memo=off,cache=off": openWith(t, dbDir, Options{CacheBytes: -1, MemoBytes: -1}),
+	}
 
 	for _, f := range fixtures(t) {
 		if f.Synthetic {
@@ -69,21 +73,23 @@ func TestMatchEqualsGrypeCLI(t *testing.T) {
 		t.Run(f.Name, func(t *testing.T) {
 			path, _ := filepath.Abs(filepath.Join(fixtureDir, f.File))
 			want := grype("sbom:"+path, "-o", "cyclonedx-json")
-			got, findings, err := m.Match(context.Background(), fixtureBOM(t, f.Name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !SameFindings(findings, storedFindings(t, want)) {
-				added, resolved := Diff(storedFindings(t, want), findings)
-				t.Fatalf("findings differ from the CLI's: extra %v, missing %v", added, resolved)
-			}
-			if a, b := normalize(t, got, true), normalize(t, want, false); !bytes.Equal(a, b) {
-				dir := os.Getenv("CROWSNEST_KEEP_DIFF")
-				if dir != "" {
-					_ = os.WriteFile(filepath.Join(dir, f.Name+".match.json"), a, 0o600)
-					_ = os.WriteFile(filepath.Join(dir, f.Name+".cli.json"), b, 0o600)
+			for config, m := range matchers {
+				got, findings, err := m.Match(context.Background(), fixtureBOM(t, f.Name))
+				if err != nil {
+					t.Fatal(err)
 				}
-				t.Fatalf("output differs from the CLI's (set CROWSNEST_KEEP_DIFF=DIR to keep both)")
+				if !SameFindings(findings, storedFindings(t, want)) {
+					added, resolved := Diff(storedFindings(t, want), findings)
+					t.Fatalf("%s: findings differ from the CLI's: extra %v, missing %v", config, added, resolved)
+				}
+				if a, b := normalize(t, got, true), normalize(t, want, false); !bytes.Equal(a, b) {
+					dir := os.Getenv("CROWSNEST_KEEP_DIFF")
+					if dir != "" {
+						_ = os.WriteFile(filepath.Join(dir, f.Name+".match.json"), a, 0o600)
+						_ = os.WriteFile(filepath.Join(dir, f.Name+".cli.json"), b, 0o600)
+					}
+					t.Fatalf("%s: output differs from the CLI's (set CROWSNEST_KEEP_DIFF=DIR to keep both)", config)
+				}
 			}
 		})
 	}

@@ -57,6 +57,11 @@ type Options struct {
 	// matched once (least recently used answers go first). Zero means
 	// DefaultCacheBytes; a negative value turns the cache off.
 	CacheBytes int64
+	// MemoBytes bounds the DB memo: what Grype's DB store answered for each
+	// query that does not depend on a package's version, kept for this DB
+	// (memoReader), and its providers table read once. Zero means
+	// DefaultMemoBytes; a negative value turns the memo off.
+	MemoBytes int64
 }
 
 // Matcher matches CycloneDX SBOMs against one Grype v6 DB, opened
@@ -72,6 +77,7 @@ type Matcher struct {
 	dbInfo   any
 	sem      chan struct{}
 	cache    *matchCache // nil when off
+	memo     *memoReader // nil when off
 }
 
 // Open opens dir/vulnerability.db (a hydrated Grype v6 DB, as `grype db
@@ -82,6 +88,9 @@ func Open(dir string, o Options) (*Matcher, error) {
 	}
 	if o.CacheBytes == 0 {
 		o.CacheBytes = DefaultCacheBytes
+	}
+	if o.MemoBytes == 0 {
+		o.MemoBytes = DefaultMemoBytes
 	}
 	path := filepath.Join(dir, v6.VulnerabilityDBFileName)
 	desc, err := v6.ReadDescription(path)
@@ -115,7 +124,21 @@ func Open(dir string, o Options) (*Matcher, error) {
 		_ = rdr.Close()
 		return nil, err
 	}
-	m.provider = v6.NewVulnerabilityProvider(rdr)
+	vr := rdr
+	if ll, ok := rdr.(lowLevelReader); ok {
+		countStatements(ll.GetDB())
+	}
+	if o.MemoBytes > 0 {
+		if m.memo, err = newMemoReader(rdr, o.MemoBytes); err == nil {
+			err = loadProvidersOnce(m.memo.db)
+		}
+		if err != nil {
+			_ = rdr.Close()
+			return nil, fmt.Errorf("open DB %s: %w", path, err)
+		}
+		vr = m.memo
+	}
+	m.provider = v6.NewVulnerabilityProvider(vr)
 	m.dbInfo = dbInfo(m.provider, &vulnerability.ProviderStatus{
 		Built: m.db.Built, SchemaVersion: m.db.Schema, From: "", Path: path,
 	})
@@ -152,11 +175,22 @@ func (m *Matcher) CacheStats() CacheStats {
 	return m.cache.snapshot()
 }
 
-// Close releases the DB and the match cache. Calls to Match must have
+// MemoStats reports the DB memo's use; zero when it is off.
+func (m *Matcher) MemoStats() CacheStats {
+	if m.memo == nil {
+		return CacheStats{}
+	}
+	return m.memo.stats()
+}
+
+// Close releases the DB, the match cache and the DB memo. Calls to Match must have
 // returned.
 func (m *Matcher) Close() error {
 	if m.cache != nil {
 		m.cache.clear()
+	}
+	if m.memo != nil {
+		m.memo.memo.clear()
 	}
 	if c, ok := m.provider.(io.Closer); ok {
 		return c.Close()
