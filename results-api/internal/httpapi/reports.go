@@ -221,9 +221,12 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 	d.FindingsNextCursor = optString(page.NextCursor)
 	d.SuppressedFindings = len(sup.suppressed)
 	d.ActiveFindings = sum.Findings - d.SuppressedFindings
-	if len(sup.suppressed) > 0 {
+	if len(sup.suppressed) > 0 || sup.annotates {
 		for i, f := range page.FindingList {
-			d.Findings[i].Suppression = newSuppression(sup.set.Decide(exceptionFinding(digest, &f), sup.runsIn))
+			ef := exceptionFinding(digest, &f)
+			if d.Findings[i].Suppression = newSuppression(sup.set.Decide(ef, sup.runsIn)); d.Findings[i].Suppression == nil && sup.annotates {
+				d.Findings[i].VexStatement = newAnnotation(sup.set.Annotate(ef, sup.runsIn))
+			}
 		}
 	}
 	writeJSON(w, http.StatusOK, d)
