@@ -86,7 +86,9 @@ func TestImportedStatements(t *testing.T) {
 		t.Fatal(err)
 	}
 	set := NewSet(rules, Policy{MaxLifetime: DefaultMaxLifetime})
-	f := func(vuln, pkg string) Finding { return Finding{Digest: d101, VulnID: vuln, PURL: "pkg:apk/alpine/" + pkg} }
+	f := func(vuln, pkg string) Finding {
+		return Finding{Digest: d101, VulnID: vuln, PURL: "pkg:apk/alpine/" + pkg}
+	}
 	other := "sha256:" + strings.Repeat("1", 64)
 	for _, tc := range []struct {
 		name           string

@@ -116,7 +116,7 @@ func (s *Set) Annotate(f Finding, runsIn []string) *Exception {
 	}
 	var latest *Exception
 	for _, e := range s.byVuln[strings.ToUpper(f.VulnID)] {
-		if e.VEX == nil || !(e.Cluster() || slices.Contains(runsIn, e.Namespace)) || !e.Covers(f) {
+		if e.VEX == nil || (!e.Cluster() && !slices.Contains(runsIn, e.Namespace)) || !e.Covers(f) {
 			continue
 		}
 		if latest == nil || e.VEX.Timestamp.After(latest.VEX.Timestamp) {
