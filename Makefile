@@ -318,6 +318,7 @@ generate-operator: tool-controller-gen ## Regenerate the Scanner deepcopy and CR
 generate-chart: generate-operator ## Copy the operator's generated CRD and RBAC role into the chart; regenerate values.schema.json.
 	cp operator/config/crd/bases/crowsnest.dev_scanners.yaml operator/config/crd/bases/crowsnest.dev_clusterscanners.yaml \
 	  operator/config/crd/bases/crowsnest.dev_vulnerabilityexceptions.yaml operator/config/crd/bases/crowsnest.dev_clustervulnerabilityexceptions.yaml \
+	  operator/config/crd/bases/crowsnest.dev_vexdocuments.yaml operator/config/crd/bases/crowsnest.dev_clustervexdocuments.yaml \
 	  helm/crowsnest/crds/
 	cp operator/config/rbac/role.yaml operator/config/rbac/leader_election_role.yaml helm/crowsnest/charts/operator/files/
 	cd test/chart && GOWORK=off CGO_ENABLED=0 go run -trimpath ./cmd/chartschema -o $(ROOT)/helm/crowsnest/values.schema.json

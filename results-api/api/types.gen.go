@@ -40,6 +40,24 @@ func (e AuditState) Valid() bool {
 	}
 }
 
+// Defines values for AuditedVEXDocumentState.
+const (
+	DocumentInvalid AuditedVEXDocumentState = "invalid"
+	DocumentValid   AuditedVEXDocumentState = "valid"
+)
+
+// Valid indicates whether the value is a known member of the AuditedVEXDocumentState enum.
+func (e AuditedVEXDocumentState) Valid() bool {
+	switch e {
+	case DocumentInvalid:
+		return true
+	case DocumentValid:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Cause.
 const (
 	Rematch Cause = "rematch"
@@ -87,14 +105,20 @@ func (e EventType) Valid() bool {
 
 // Defines values for ExceptionRefKind.
 const (
+	ClusterVEXDocument            ExceptionRefKind = "ClusterVEXDocument"
 	ClusterVulnerabilityException ExceptionRefKind = "ClusterVulnerabilityException"
+	VEXDocument                   ExceptionRefKind = "VEXDocument"
 	VulnerabilityException        ExceptionRefKind = "VulnerabilityException"
 )
 
 // Valid indicates whether the value is a known member of the ExceptionRefKind enum.
 func (e ExceptionRefKind) Valid() bool {
 	switch e {
+	case ClusterVEXDocument:
+		return true
 	case ClusterVulnerabilityException:
+		return true
+	case VEXDocument:
 		return true
 	case VulnerabilityException:
 		return true
@@ -429,9 +453,12 @@ type AffectedImage struct {
 	// SlaDue Its SLA deadline: firstSeen plus its severity's window, or, when KEV-listed, the KEV listing plus the KEV window if earlier; absent when no window applies.
 	SlaDue *time.Time `json:"slaDue,omitempty"`
 
-	// Suppression The exception that suppresses a finding in this view; absent when the finding is active.
+	// Suppression The decision that suppresses a finding in this view (an exception, or a statement of an imported OpenVEX document: then vex says where it comes from); absent when the finding is active.
 	Suppression *Suppression `json:"suppression,omitempty"`
 	Version     string       `json:"version"`
+
+	// VexStatement An imported OpenVEX statement that says an active finding is affected or under investigation: it annotates the finding and does not suppress it.
+	VexStatement *VEXAnnotation `json:"vexStatement,omitempty"`
 }
 
 // AgeBuckets Open findings by whole days since first seen.
@@ -462,6 +489,26 @@ type AuditedException struct {
 	Ticket          *string      `json:"ticket,omitempty"`
 	Vulnerabilities []string     `json:"vulnerabilities"`
 }
+
+// AuditedVEXDocument defines model for AuditedVEXDocument.
+type AuditedVEXDocument struct {
+	Document ExceptionRef `json:"document"`
+
+	// Error Why the document is invalid.
+	Error *string `json:"error,omitempty"`
+
+	// State invalid: the document does not parse, and none of its statements applies.
+	State AuditedVEXDocumentState `json:"state"`
+
+	// Statements Rules it adds (statement × image product).
+	Statements int `json:"statements"`
+
+	// Vex Where an imported OpenVEX statement comes from.
+	Vex *VEXProvenance `json:"vex,omitempty"`
+}
+
+// AuditedVEXDocumentState invalid: the document does not parse, and none of its statements applies.
+type AuditedVEXDocumentState string
 
 // Cause Why the report was written, decided by the server from the writer:
 // scan (the digest's first report), rescan (a later scan of a digest
@@ -579,8 +626,11 @@ type EventType string
 // ExceptionAudit defines model for ExceptionAudit.
 type ExceptionAudit struct {
 	// Counts Exceptions per state, every state present.
-	Counts map[string]int     `json:"counts"`
-	Items  []AuditedException `json:"items"`
+	Counts map[string]int `json:"counts"`
+
+	// Documents The imported OpenVEX documents of the view (cluster ones and those of the caller's namespaces).
+	Documents []AuditedVEXDocument `json:"documents"`
+	Items     []AuditedException   `json:"items"`
 }
 
 // ExceptionRef defines model for ExceptionRef.
@@ -588,7 +638,7 @@ type ExceptionRef struct {
 	Kind ExceptionRefKind `json:"kind"`
 	Name string           `json:"name"`
 
-	// Namespace Absent for a ClusterVulnerabilityException.
+	// Namespace Absent for a cluster-scoped resource.
 	Namespace *string `json:"namespace,omitempty"`
 }
 
@@ -631,9 +681,12 @@ type Finding struct {
 	// Source Vulnerability source name (nvd, alpine, ...).
 	Source string `json:"source"`
 
-	// Suppression The exception that suppresses a finding in this view; absent when the finding is active.
+	// Suppression The decision that suppresses a finding in this view (an exception, or a statement of an imported OpenVEX document: then vex says where it comes from); absent when the finding is active.
 	Suppression *Suppression `json:"suppression,omitempty"`
 	Url         *string      `json:"url,omitempty"`
+
+	// VexStatement An imported OpenVEX statement that says an active finding is affected or under investigation: it annotates the finding and does not suppress it.
+	VexStatement *VEXAnnotation `json:"vexStatement,omitempty"`
 }
 
 // FindingsChanged Payload of crowsnest.findings.changed (events/v1 FindingsChanged). A
@@ -981,16 +1034,21 @@ type Stats struct {
 	TopVulnerabilities []TopVulnerability `json:"topVulnerabilities"`
 }
 
-// Suppression The exception that suppresses a finding in this view; absent when the finding is active.
+// Suppression The decision that suppresses a finding in this view (an exception, or a statement of an imported OpenVEX document: then vex says where it comes from); absent when the finding is active.
 type Suppression struct {
 	ActionStatement *string      `json:"actionStatement,omitempty"`
 	Exception       ExceptionRef `json:"exception"`
-	ExpiresAt       time.Time    `json:"expiresAt"`
+
+	// ExpiresAt Absent for an imported statement: it holds until its document changes.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 
 	// Justification OpenVEX justification (status not_affected).
 	Justification *string   `json:"justification,omitempty"`
 	Statement     string    `json:"statement"`
 	Status        VEXStatus `json:"status"`
+
+	// Vex Where an imported OpenVEX statement comes from.
+	Vex *VEXProvenance `json:"vex,omitempty"`
 }
 
 // TopVulnerability defines model for TopVulnerability.
@@ -1002,6 +1060,17 @@ type TopVulnerability struct {
 	Severity Severity `json:"severity"`
 }
 
+// VEXAnnotation An imported OpenVEX statement that says an active finding is affected or under investigation: it annotates the finding and does not suppress it.
+type VEXAnnotation struct {
+	ActionStatement *string      `json:"actionStatement,omitempty"`
+	Exception       ExceptionRef `json:"exception"`
+	Statement       string       `json:"statement"`
+	Status          VEXStatus    `json:"status"`
+
+	// Vex Where an imported OpenVEX statement comes from.
+	Vex VEXProvenance `json:"vex"`
+}
+
 // VEXComponent defines model for VEXComponent.
 type VEXComponent struct {
 	// Id A package URL.
@@ -1009,6 +1078,18 @@ type VEXComponent struct {
 	Subcomponents *[]struct {
 		Id string `json:"@id"`
 	} `json:"subcomponents,omitempty"`
+}
+
+// VEXProvenance Where an imported OpenVEX statement comes from.
+type VEXProvenance struct {
+	// Author The document's author.
+	Author string `json:"author"`
+
+	// DocumentId The document's @id.
+	DocumentId string `json:"documentId"`
+
+	// Timestamp The statement's timestamp (the document's when it has none).
+	Timestamp time.Time `json:"timestamp"`
 }
 
 // VEXStatement defines model for VEXStatement.

@@ -26,14 +26,16 @@ import (
 
 // BenchmarkExceptionQuery reads 10,000 seeded reports (20 findings each,
 // each image running in one of 200 namespaces) with 1,000 exceptions
-// (990 namespaced, 10 cluster-wide) watched from a real kube-apiserver:
-// the list page, a report detail with suppressed findings (counts and the
-// suppressed filter), the CVE view and the audit. (Smoke mode: 500
-// reports of 5 findings, 100 exceptions.)
+// (990 namespaced, 10 cluster-wide) and 100 imported OpenVEX documents of
+// 20 statements (90 namespaced, 10 cluster-wide) watched from a real
+// kube-apiserver: the list page, a report detail with suppressed findings
+// (counts and the suppressed filter), the CVE view, one of a CVE the
+// documents decide, and the audit. (Smoke mode: 500 reports of 5
+// findings, 100 exceptions, 50 documents.)
 func BenchmarkExceptionQuery(b *testing.B) {
-	reports, perReport, exceptions := 10_000, 20, 1_000
+	reports, perReport, exceptions, vexDocs := 10_000, 20, 1_000, 100
 	if smoke {
-		reports, perReport, exceptions = 500, 5, 100
+		reports, perReport, exceptions, vexDocs = 500, 5, 100, 50
 	}
 	root, err := support.RepoRoot()
 	if err != nil {
@@ -49,6 +51,7 @@ func BenchmarkExceptionQuery(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	createExceptions(ctx, b, cfg, exceptions)
+	createVEXDocuments(ctx, b, dc, vexDocs, reports)
 
 	srv := apitest.Start(b, func(c *service.Config) { c.Exceptions = &service.Exceptions{Client: dc} })
 	seed(b, srv.DatabaseURL, reports, perReport)
@@ -62,13 +65,15 @@ func BenchmarkExceptionQuery(b *testing.B) {
 		}
 		return out
 	}
-	// Image 42 runs in ns-0042, whose exception covers its CVE-2025-00425.
+	// Image 42 runs in ns-0042, whose exception covers its CVE-2025-00425
+	// and whose VEX document its CVE-2025-00556 (in smoke mode too).
 	digest := fmt.Sprintf("sha256:%064x", 42)
 	cases := []struct{ name, path, mustContain string }{
 		{"list-page50", "/api/v1/reports?limit=50", fmt.Sprintf(`"total":%d`, reports)},
-		{"report-detail", "/api/v1/reports/" + digest, `"suppressedFindings":1`},
+		{"report-detail", "/api/v1/reports/" + digest, `"suppressedFindings":2`},
 		{"report-detail-suppressed", "/api/v1/reports/" + digest + "?suppressed=true", `"suppression":{`},
 		{"vulnerability", "/api/v1/vulnerabilities/CVE-2025-00042?suppressed=all", `"suppressedImages":`},
+		{"vulnerability-vex", "/api/v1/vulnerabilities/CVE-2025-00556?suppressed=all", `"vex":{`},
 		{"audit", "/api/v1/exceptions/audit?state=stale", `"counts":`},
 	}
 	for _, tc := range cases {

@@ -17,13 +17,13 @@ import (
 // ResultsAPIRules are results-api's permissions in tokenreview mode with
 // readAuth kubernetes, exactly what its authorization needs
 // (results-api/internal/authz doc.go): TokenReview, SubjectAccessReview
-// for readers, scrapers and admins, watching the triage exceptions and RoleBindings (the read
+// for readers, scrapers and admins, watching the triage exceptions, the imported VEX documents and RoleBindings (the read
 // authorization's candidate namespaces, readAuth.namespaces rbac), and
 // reading one scan Pod and its Job by name.
 var ResultsAPIRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
 	{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
-	{APIGroups: []string{"crowsnest.dev"}, Resources: []string{"vulnerabilityexceptions", "clustervulnerabilityexceptions"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"crowsnest.dev"}, Resources: []string{"vulnerabilityexceptions", "clustervulnerabilityexceptions", "vexdocuments", "clustervexdocuments"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings"}, Verbs: []string{"list", "watch"}},
 	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
 	{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get"}},

@@ -157,8 +157,10 @@ func TestValuesFile(t *testing.T) {
 // operator's generated files, copied by make generate.
 func TestGeneratedCopies(t *testing.T) {
 	for src, dst := range map[string]string{
-		"operator/config/crd/bases/crowsnest.dev_scanners.yaml":        ChartDir + "/crds/crowsnest.dev_scanners.yaml",
-		"operator/config/crd/bases/crowsnest.dev_clusterscanners.yaml": ChartDir + "/crds/crowsnest.dev_clusterscanners.yaml",
+		"operator/config/crd/bases/crowsnest.dev_scanners.yaml":            ChartDir + "/crds/crowsnest.dev_scanners.yaml",
+		"operator/config/crd/bases/crowsnest.dev_clusterscanners.yaml":     ChartDir + "/crds/crowsnest.dev_clusterscanners.yaml",
+		"operator/config/crd/bases/crowsnest.dev_vexdocuments.yaml":        ChartDir + "/crds/crowsnest.dev_vexdocuments.yaml",
+		"operator/config/crd/bases/crowsnest.dev_clustervexdocuments.yaml": ChartDir + "/crds/crowsnest.dev_clustervexdocuments.yaml",
 		OperatorRole:       ChartDir + "/charts/operator/files/role.yaml",
 		LeaderElectionRole: ChartDir + "/charts/operator/files/leader_election_role.yaml",
 	} {

@@ -3,7 +3,8 @@
 // every running Pod in its namespace with Grype, and the cluster-scoped
 // ClusterScanner, which generates a Scanner in every namespace it covers;
 // and the triage decisions results-api applies to reads: the namespaced
-// VulnerabilityException and the cluster-scoped ClusterVulnerabilityException.
+// VulnerabilityException and the cluster-scoped ClusterVulnerabilityException,
+// and the OpenVEX documents it imports: VEXDocument and ClusterVEXDocument.
 //
 // +kubebuilder:object:generate=true
 // +groupName=crowsnest.dev

@@ -19,7 +19,8 @@ var (
 
 func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion, &Scanner{}, &ScannerList{}, &ClusterScanner{}, &ClusterScannerList{},
-		&VulnerabilityException{}, &VulnerabilityExceptionList{}, &ClusterVulnerabilityException{}, &ClusterVulnerabilityExceptionList{})
+		&VulnerabilityException{}, &VulnerabilityExceptionList{}, &ClusterVulnerabilityException{}, &ClusterVulnerabilityExceptionList{},
+		&VEXDocument{}, &VEXDocumentList{}, &ClusterVEXDocument{}, &ClusterVEXDocumentList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

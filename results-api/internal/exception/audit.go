@@ -45,7 +45,8 @@ type Located struct {
 
 // Audit judges every exception of s against the findings. A namespaced
 // exception covers only findings of images running in its namespace; a
-// cluster one every finding given.
+// cluster one every finding given. Imported statements are not audited
+// one by one: their documents are (Set.Documents).
 func (s *Set) Audit(findings []Located) []AuditEntry {
 	now := s.policy.now()
 	byVuln := map[string][]int{}
@@ -54,6 +55,9 @@ func (s *Set) Audit(findings []Located) []AuditEntry {
 	}
 	out := make([]AuditEntry, 0, s.Len())
 	for _, e := range s.All() {
+		if e.VEX != nil {
+			continue
+		}
 		a := AuditEntry{Exception: e}
 		for _, id := range e.Vulnerabilities {
 			for _, i := range byVuln[id] {
@@ -92,7 +96,9 @@ func (s *Set) Audit(findings []Located) []AuditEntry {
 func (s *Set) Gather(ctx context.Context, st *store.Store, all bool, namespaces []string) ([]Located, error) {
 	var ids []string
 	for _, e := range s.All() {
-		ids = append(ids, e.Vulnerabilities...)
+		if e.VEX == nil {
+			ids = append(ids, e.Vulnerabilities...)
+		}
 	}
 	slices.Sort(ids)
 	keys, err := st.FindingsOfVulns(ctx, slices.Compact(ids))

@@ -45,10 +45,14 @@ type Exception struct {
 	Owner, Ticket   string
 	ExpiresAt       time.Time
 	ExpiredOnFix    bool
+	// VEX is set on a statement imported from an OpenVEX document (Ref
+	// names its VEXDocument or ClusterVEXDocument): it never expires, and
+	// suppresses only when its status does (Suppresses).
+	VEX *Provenance
 }
 
 // Cluster reports whether e applies in every namespace.
-func (e *Exception) Cluster() bool { return e.Kind == KindCluster }
+func (e *Exception) Cluster() bool { return e.Kind == KindCluster || e.Kind == KindClusterVEXDocument }
 
 // State is whether an exception applies at all, whatever the finding.
 type State string
@@ -67,6 +71,8 @@ const (
 // (0: no maximum).
 func (e *Exception) State(now time.Time, maxLifetime time.Duration) State {
 	switch {
+	case e.VEX != nil:
+		return Active // an imported statement holds until its document changes
 	case !now.Before(e.ExpiresAt):
 		return Expired
 	case maxLifetime > 0 && e.ExpiresAt.Sub(e.Created) > maxLifetime:

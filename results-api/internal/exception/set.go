@@ -28,13 +28,16 @@ type Set struct {
 	all    []*Exception
 	byVuln map[string][]*Exception
 	policy Policy
+	docs   []Document
 }
 
-// NewSet indexes list. Within an id, cluster exceptions come first, then
-// namespaced ones by namespace and name, so that decisions are stable.
-func NewSet(list []*Exception, policy Policy) *Set {
-	s := &Set{all: slices.Clone(list), byVuln: map[string][]*Exception{}, policy: policy}
-	slices.SortFunc(s.all, compareExceptions)
+// NewSet indexes list (exceptions and imported statements) and keeps docs,
+// the imported documents as read. Within an id, cluster exceptions come
+// first, then namespaced ones by namespace and name, so that decisions
+// are stable.
+func NewSet(list []*Exception, policy Policy, docs ...Document) *Set {
+	s := &Set{all: slices.Clone(list), byVuln: map[string][]*Exception{}, policy: policy, docs: docs}
+	slices.SortStableFunc(s.all, compareExceptions)
 	for _, e := range s.all {
 		for _, id := range e.Vulnerabilities {
 			s.byVuln[id] = append(s.byVuln[id], e)
@@ -72,9 +75,58 @@ func (s *Set) Policy() Policy {
 	return s.policy
 }
 
-// applies reports whether e suppresses f now.
-func (s *Set) applies(e *Exception, f Finding, now time.Time) bool {
+// Documents returns the imported OpenVEX documents, valid or not (do not
+// modify).
+func (s *Set) Documents() []Document {
+	if s == nil {
+		return nil
+	}
+	return s.docs
+}
+
+// applies reports whether e suppresses f now; cands are the exceptions
+// and statements of f's vulnerability.
+func (s *Set) applies(e *Exception, f Finding, now time.Time, cands []*Exception) bool {
+	if e.VEX != nil {
+		return Suppresses(e.Status) && e.Covers(f) && !overruled(e, f, cands)
+	}
 	return e.State(now, s.policy.MaxLifetime) == Active && e.Covers(f) && !e.LapsedOnFix(f)
+}
+
+// overruled reports whether a later imported statement of the same scope
+// (cluster, or e's namespace) says f is affected or under investigation:
+// in OpenVEX the latest statement about a product and vulnerability holds.
+func overruled(e *Exception, f Finding, cands []*Exception) bool {
+	for _, o := range cands {
+		if o.VEX != nil && o.Cluster() == e.Cluster() && o.Namespace == e.Namespace && !Suppresses(o.Status) &&
+			o.VEX.Timestamp.After(e.VEX.Timestamp) && o.Covers(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// Annotate returns the imported statement that says an active finding f
+// is affected or under investigation in a view where its image runs in
+// runsIn (the latest covering statement of the cluster's documents and
+// those of runsIn, when its status does not suppress), or nil.
+func (s *Set) Annotate(f Finding, runsIn []string) *Exception {
+	if s == nil {
+		return nil
+	}
+	var latest *Exception
+	for _, e := range s.byVuln[strings.ToUpper(f.VulnID)] {
+		if e.VEX == nil || (!e.Cluster() && !slices.Contains(runsIn, e.Namespace)) || !e.Covers(f) {
+			continue
+		}
+		if latest == nil || e.VEX.Timestamp.After(latest.VEX.Timestamp) {
+			latest = e
+		}
+	}
+	if latest == nil || Suppresses(latest.Status) {
+		return nil
+	}
+	return latest
 }
 
 // Decide returns the exception that suppresses f in a view in which f's
@@ -99,14 +151,14 @@ func (s *Set) Decide(f Finding, runsIn []string) *Exception {
 		if !e.Cluster() {
 			break // cluster exceptions sort first
 		}
-		if s.applies(e, f, now) {
+		if s.applies(e, f, now, cands) {
 			return e
 		}
 	}
 	for _, ns := range runsIn {
 		var found *Exception
 		for _, e := range cands {
-			if !e.Cluster() && e.Namespace == ns && s.applies(e, f, now) {
+			if !e.Cluster() && e.Namespace == ns && s.applies(e, f, now, cands) {
 				found = e
 				break
 			}

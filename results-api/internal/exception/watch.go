@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -67,16 +69,27 @@ func FromUnstructured(u *unstructured.Unstructured) (*Exception, error) {
 	return e, nil
 }
 
-// Watcher keeps a Set of every exception of the cluster up to date from
-// two informers. The Set is rebuilt on the first read after a change.
+// Watcher keeps a Set of every exception and imported OpenVEX document of
+// the cluster up to date from four informers. The Set is rebuilt on the
+// first read after a change; a document is parsed again only when it
+// changed.
 type Watcher struct {
 	factory dynamicinformer.DynamicSharedInformerFactory
-	infs    []cache.SharedIndexInformer
+	infs    []cache.SharedIndexInformer // exceptions
+	docInfs []cache.SharedIndexInformer // OpenVEX documents
 	policy  Policy
 
-	mu    sync.Mutex
-	dirty bool
-	set   *Set
+	mu     sync.Mutex
+	dirty  bool
+	set    *Set
+	parsed map[string]parsedDocument // by uid
+}
+
+// parsedDocument is a document's parse at one resourceVersion.
+type parsedDocument struct {
+	version string
+	rules   []*Exception
+	doc     Document
 }
 
 // NewWatcher returns a Watcher over client; Start it.
@@ -85,15 +98,19 @@ func NewWatcher(client dynamic.Interface, policy Policy) (*Watcher, error) {
 		return nil, fmt.Errorf("exception watcher needs a kubernetes client")
 	}
 	f := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
-	w := &Watcher{factory: f, policy: policy, dirty: true}
-	for _, gvr := range []schema.GroupVersionResource{NamespacedResource, ClusterResource} {
+	w := &Watcher{factory: f, policy: policy, dirty: true, parsed: map[string]parsedDocument{}}
+	for _, gvr := range []schema.GroupVersionResource{NamespacedResource, ClusterResource, VEXDocumentResource, ClusterVEXDocumentResource} {
 		inf := f.ForResource(gvr).Informer()
 		mark := func(any) { w.markDirty() }
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: mark,
 			UpdateFunc: func(_, o any) { mark(o) }, DeleteFunc: mark}); err != nil {
 			return nil, fmt.Errorf("watch %s: %w", gvr.Resource, err)
 		}
-		w.infs = append(w.infs, inf)
+		if gvr.Resource == VEXDocumentResource.Resource || gvr.Resource == ClusterVEXDocumentResource.Resource {
+			w.docInfs = append(w.docInfs, inf)
+		} else {
+			w.infs = append(w.infs, inf)
+		}
 	}
 	return w, nil
 }
@@ -110,10 +127,10 @@ func (w *Watcher) Start(ctx context.Context, timeout time.Duration) error {
 	w.factory.Start(ctx.Done())
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	for _, inf := range w.infs {
+	for _, inf := range append(slices.Clone(w.infs), w.docInfs...) {
 		if !cache.WaitForCacheSync(wctx.Done(), inf.HasSynced) {
 			return fmt.Errorf("exceptions not listed within %s (are the CRDs installed, and may results-api list and watch "+
-				"vulnerabilityexceptions and clustervulnerabilityexceptions.crowsnest.dev?)", timeout)
+				"vulnerabilityexceptions, clustervulnerabilityexceptions, vexdocuments and clustervexdocuments.crowsnest.dev?)", timeout)
 		}
 	}
 	return nil
@@ -122,8 +139,10 @@ func (w *Watcher) Start(ctx context.Context, timeout time.Duration) error {
 // Shutdown stops the informers (cancel Start's context first).
 func (w *Watcher) Shutdown() { w.factory.Shutdown() }
 
-// Set returns the current exceptions. Objects that cannot be read are
-// left out (the API server validated them, so this takes a schema change).
+// Set returns the current exceptions and imported statements. Exceptions
+// that cannot be read are left out (the API server validated them, so this
+// takes a schema change); a document that does not parse adds no statement
+// and is listed, with the reason, in Set.Documents.
 func (w *Watcher) Set() *Set {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -140,6 +159,28 @@ func (w *Watcher) Set() *Set {
 			}
 		}
 	}
-	w.set, w.dirty = NewSet(list, w.policy), false
+	seen := map[string]bool{}
+	var docs []Document
+	for _, inf := range w.docInfs {
+		for _, o := range inf.GetStore().List() {
+			u, ok := o.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			uid := string(u.GetUID())
+			p, ok := w.parsed[uid]
+			if !ok || p.version != u.GetResourceVersion() {
+				p.rules, p.doc = DocumentFromUnstructured(u)
+				p.version = u.GetResourceVersion()
+				w.parsed[uid] = p
+			}
+			seen[uid] = true
+			list = append(list, p.rules...)
+			docs = append(docs, p.doc)
+		}
+	}
+	maps.DeleteFunc(w.parsed, func(uid string, _ parsedDocument) bool { return !seen[uid] })
+	slices.SortFunc(docs, func(a, b Document) int { return strings.Compare(a.Ref.String(), b.Ref.String()) })
+	w.set, w.dirty = NewSet(list, w.policy, docs...), false
 	return w.set
 }

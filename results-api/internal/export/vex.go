@@ -62,8 +62,8 @@ type Decision struct {
 	Statement       string
 	ActionStatement string
 	Owner           string
-	Source          string // the exception, kind/namespace/name
-	ExpiresAt       time.Time
+	Source          string    // the exception or imported document, kind/namespace/name
+	ExpiresAt       time.Time // zero for an imported statement
 	Created         time.Time
 	Packages        []string
 }
@@ -101,7 +101,10 @@ func NewVEX(image, digest string, decisions []Decision, now time.Time, o VEXOpti
 				st.Products = append(st.Products, VEXComponent{ID: p})
 			}
 		}
-		notes := "decided by " + d.Source + ", until " + d.ExpiresAt.UTC().Format(time.RFC3339)
+		notes := "decided by " + d.Source
+		if !d.ExpiresAt.IsZero() { // imported statements do not expire
+			notes += ", until " + d.ExpiresAt.UTC().Format(time.RFC3339)
+		}
 		// The schema allows a not_affected statement either a
 		// justification or an impact statement, never both: the reason
 		// goes into the notes when there is a justification.

@@ -59,5 +59,23 @@ func (s *Server) getExceptionAudit(w http.ResponseWriter, r *http.Request) {
 			Vulnerabilities: a.Vulnerabilities, ExpiresAt: a.ExpiresAt, CreatedAt: a.Created, ExpiredOnFix: a.ExpiredOnFix,
 			Owner: optString(a.Owner), Ticket: optString(a.Ticket), Covered: a.Covered, Applied: a.Applied})
 	}
+	out.Documents = auditDocuments(set, v)
 	writeJSON(w, http.StatusOK, out)
+}
+
+// auditDocuments lists the imported OpenVEX documents of view v: cluster
+// ones and those of its namespaces.
+func auditDocuments(set *exception.Set, v view) []api.AuditedVEXDocument {
+	out := []api.AuditedVEXDocument{}
+	for _, d := range set.Documents() {
+		if d.Namespace != "" && !v.all && !slices.Contains(v.namespaces, d.Namespace) {
+			continue
+		}
+		a := api.AuditedVEXDocument{Document: newRef(d.Ref), State: api.DocumentValid, Statements: d.Statements, Vex: newProvenance(d.Provenance)}
+		if !d.Valid() {
+			a.State, a.Error = api.DocumentInvalid, optString(d.Err.Error())
+		}
+		out = append(out, a)
+	}
+	return out
 }

@@ -229,9 +229,12 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 		df := &d.Findings[i]
 		df.FirstSeen, df.AgeDays, df.SlaDue, df.Overdue = lifecycleFields(f, s.cfg.SLA, fq.Age.Now)
 	}
-	if len(sup.suppressed) > 0 {
+	if len(sup.suppressed) > 0 || sup.annotates {
 		for i, f := range page.FindingList {
-			d.Findings[i].Suppression = newSuppression(sup.set.Decide(exceptionFinding(digest, &f), sup.runsIn))
+			ef := exceptionFinding(digest, &f)
+			if d.Findings[i].Suppression = newSuppression(sup.set.Decide(ef, sup.runsIn)); d.Findings[i].Suppression == nil && sup.annotates {
+				d.Findings[i].VexStatement = newAnnotation(sup.set.Annotate(ef, sup.runsIn))
+			}
 		}
 	}
 	writeJSON(w, http.StatusOK, d)

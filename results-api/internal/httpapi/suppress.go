@@ -101,6 +101,9 @@ type digestSuppression struct {
 	// suppresses it (the VEX export's statements), in id order.
 	decided []decidedFinding
 	total   int
+	// annotates: an imported affected or under_investigation statement
+	// may annotate an active finding of the digest.
+	annotates bool
 }
 
 // decidedFinding is a suppressed finding and its exception.
@@ -121,9 +124,11 @@ func (s *Server) suppressionOf(ctx context.Context, v view, digest string, total
 		return nil, err
 	}
 	d.runsIn = v.runsIn(running)
-	if len(d.set.ForDigest(digest, d.runsIn)) == 0 {
+	could := d.set.ForDigest(digest, d.runsIn)
+	if len(could) == 0 {
 		return d, nil
 	}
+	d.annotates = slices.ContainsFunc(could, func(e *exception.Exception) bool { return e.VEX != nil && !exception.Suppresses(e.Status) })
 	keys, err := s.cfg.Store.FindingKeys(ctx, digest)
 	if err != nil {
 		return nil, err
@@ -148,17 +153,43 @@ func (d *digestSuppression) filter(m suppressedMode) *store.IDFilter {
 	return &store.IDFilter{IDs: d.suppressed, Keep: m == suppressedOnly}
 }
 
-// newSuppression renders the exception e as a finding's mark.
+// newSuppression renders the exception or imported statement e as a
+// finding's mark.
 func newSuppression(e *exception.Exception) *api.Suppression {
 	if e == nil {
 		return nil
 	}
-	ref := api.ExceptionRef{Kind: api.ExceptionRefKind(e.Kind), Name: e.Name}
-	if e.Namespace != "" {
-		ref.Namespace = &e.Namespace
+	out := &api.Suppression{Exception: newRef(e.Ref), Status: api.VEXStatus(e.Status), Justification: optString(e.Justification),
+		Statement: e.Statement, ActionStatement: optString(e.ActionStatement), Vex: newProvenance(e.VEX)}
+	if e.VEX == nil {
+		out.ExpiresAt = &e.ExpiresAt
 	}
-	return &api.Suppression{Exception: ref, Status: api.VEXStatus(e.Status), Justification: optString(e.Justification),
-		Statement: e.Statement, ActionStatement: optString(e.ActionStatement), ExpiresAt: e.ExpiresAt}
+	return out
+}
+
+// newAnnotation renders an imported statement that does not suppress (nil
+// for none).
+func newAnnotation(e *exception.Exception) *api.VEXAnnotation {
+	if e == nil || e.VEX == nil {
+		return nil
+	}
+	return &api.VEXAnnotation{Exception: newRef(e.Ref), Status: api.VEXStatus(e.Status), Statement: e.Statement,
+		ActionStatement: optString(e.ActionStatement), Vex: *newProvenance(e.VEX)}
+}
+
+func newRef(r exception.Ref) api.ExceptionRef {
+	ref := api.ExceptionRef{Kind: api.ExceptionRefKind(r.Kind), Name: r.Name}
+	if r.Namespace != "" {
+		ref.Namespace = &r.Namespace
+	}
+	return ref
+}
+
+func newProvenance(p *exception.Provenance) *api.VEXProvenance {
+	if p == nil {
+		return nil
+	}
+	return &api.VEXProvenance{DocumentId: p.DocumentID, Author: p.Author, Timestamp: p.Timestamp}
 }
 
 // exceptionFinding is what deciding f of digest reads.

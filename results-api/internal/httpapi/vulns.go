@@ -38,7 +38,7 @@ func (s *Server) getVulnerability(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	marks, err := s.suppressImages(r.Context(), view, v.ID, v.Images)
+	marks, notes, err := s.suppressImages(r.Context(), view, v.ID, v.Images)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -55,20 +55,21 @@ func (s *Server) getVulnerability(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		ai := api.AffectedImage{Digest: a.Digest, Image: a.Image, Package: a.Package, Version: a.Version,
-			FixedIn: a.FixedIn, Risk: api.NewRisk(a.Risk), Suppression: newSuppression(marks[i])}
+			FixedIn: a.FixedIn, Risk: api.NewRisk(a.Risk), Suppression: newSuppression(marks[i]), VexStatement: newAnnotation(notes[i])}
 		ai.FirstSeen, ai.AgeDays, ai.SlaDue, ai.Overdue = lifecycleFields(report.Finding{Severity: a.Severity, Risk: a.Risk, Seen: a.Seen}, s.cfg.SLA, age.Now)
 		out.Images = append(out.Images, ai)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-// suppressImages decides each affected image's finding in view v: one
-// inventory query for all their digests, none without exceptions.
-func (s *Server) suppressImages(ctx context.Context, v view, vulnID string, images []store.Affected) ([]*exception.Exception, error) {
-	marks := make([]*exception.Exception, len(images))
+// suppressImages decides each affected image's finding in view v: the
+// decision that suppresses it, else the imported statement that annotates
+// it. One inventory query for all their digests, none without exceptions.
+func (s *Server) suppressImages(ctx context.Context, v view, vulnID string, images []store.Affected) (marks, notes []*exception.Exception, err error) {
+	marks, notes = make([]*exception.Exception, len(images)), make([]*exception.Exception, len(images))
 	set := s.exceptions()
 	if set.Len() == 0 || len(images) == 0 {
-		return marks, nil
+		return marks, notes, nil
 	}
 	digests := make([]string, len(images))
 	for i, a := range images {
@@ -76,10 +77,13 @@ func (s *Server) suppressImages(ctx context.Context, v view, vulnID string, imag
 	}
 	running, err := s.cfg.Store.NamespacesOfDigests(ctx, digests)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for i, a := range images {
-		marks[i] = set.Decide(exception.Finding{Digest: a.Digest, VulnID: vulnID, PURL: a.PURL, FixedIn: a.FixedIn}, v.runsIn(running[a.Digest]))
+		f, runsIn := exception.Finding{Digest: a.Digest, VulnID: vulnID, PURL: a.PURL, FixedIn: a.FixedIn}, v.runsIn(running[a.Digest])
+		if marks[i] = set.Decide(f, runsIn); marks[i] == nil {
+			notes[i] = set.Annotate(f, runsIn)
+		}
 	}
-	return marks, nil
+	return marks, notes, nil
 }

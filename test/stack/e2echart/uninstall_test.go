@@ -40,7 +40,8 @@ func uninstall(ctx context.Context, t *testing.T) []string {
 		t.Fatalf("helm uninstall: %v", err)
 	}
 	if _, err := tool(ctx, t, "kubectl", "delete", "crd", "scanners.crowsnest.dev", "clusterscanners.crowsnest.dev",
-		"vulnerabilityexceptions.crowsnest.dev", "clustervulnerabilityexceptions.crowsnest.dev", "--wait=true", "--timeout=2m"); err != nil {
+		"vulnerabilityexceptions.crowsnest.dev", "clustervulnerabilityexceptions.crowsnest.dev",
+		"vexdocuments.crowsnest.dev", "clustervexdocuments.crowsnest.dev", "--wait=true", "--timeout=2m"); err != nil {
 		t.Errorf("delete the CRDs: %v", err)
 	}
 	types, err := tool(ctx, t, "kubectl", "api-resources", "--verbs=list", "-o", "name")

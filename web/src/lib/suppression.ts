@@ -1,6 +1,6 @@
 // How the dashboard names an exception's decision about a finding, and the
 // suppressed filter's URL state (?suppressed=, the API's own parameter).
-import type { ExceptionRef, Suppression, SuppressedFilter } from './api/types';
+import type { ExceptionRef, Suppression, SuppressedFilter, VEXAnnotation, VEXProvenance } from './api/types';
 
 export const SUPPRESSED_FILTERS: readonly { value: SuppressedFilter; label: string }[] = [
   { value: 'false', label: 'Active' },
@@ -33,8 +33,20 @@ export function decision(s: Pick<Suppression, 'status' | 'justification'>): stri
   return s.justification ? `${s.status}: ${s.justification}` : s.status;
 }
 
+/** Where an imported OpenVEX statement comes from: "OpenVEX by <author>, 2026-10-02 (<@id>)". */
+export function vexSource(p: VEXProvenance): string {
+  return `OpenVEX by ${p.author}, ${p.timestamp.slice(0, 10)} (${p.documentId})`;
+}
+
 /** The whole reason in one line, for a tooltip. */
 export function suppressionSummary(s: Suppression): string {
-  const until = s.expiresAt.slice(0, 10);
-  return `Suppressed by ${exceptionLabel(s.exception)} (${decision(s)}) until ${until}: ${s.statement}`;
+  const until = s.expiresAt ? ` until ${s.expiresAt.slice(0, 10)}` : '';
+  const from = s.vex ? `, ${vexSource(s.vex)}` : '';
+  return `Suppressed by ${exceptionLabel(s.exception)} (${decision(s)})${until}${from}: ${s.statement}`;
+}
+
+/** An imported statement that annotates an active finding, in one line. */
+export function annotationSummary(a: VEXAnnotation): string {
+  const why = [a.statement, a.actionStatement ? `Action: ${a.actionStatement}` : ''].filter(Boolean).join(' ');
+  return `${a.status} per ${exceptionLabel(a.exception)}, ${vexSource(a.vex)}: ${why}`;
 }

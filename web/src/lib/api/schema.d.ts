@@ -363,8 +363,11 @@ export interface paths {
          *     namespaced exception, of the images running in its namespace),
          *     expiring (applies, and expires within 7 days), active. A caller
          *     limited to namespaces sees the cluster exceptions and those of its
-         *     namespaces, judged against the images running there only. 404
-         *     exceptions_off when results-api runs without --exceptions.
+         *     namespaces, judged against the images running there only.
+         *     documents lists the imported OpenVEX documents (VEXDocument,
+         *     ClusterVEXDocument) of the same view: valid, or invalid with the
+         *     reason it does not parse (then none of its statements applies).
+         *     404 exceptions_off when results-api runs without --exceptions.
          */
         get: operations["getExceptionAudit"];
         put?: never;
@@ -728,8 +731,9 @@ export interface components {
             slaDue?: string;
             /** @description Past slaDue. */
             overdue?: boolean;
+            vexStatement?: components["schemas"]["VEXAnnotation"];
         };
-        /** @description The exception that suppresses a finding in this view; absent when the finding is active. */
+        /** @description The decision that suppresses a finding in this view (an exception, or a statement of an imported OpenVEX document: then vex says where it comes from); absent when the finding is active. */
         Suppression: {
             exception: components["schemas"]["ExceptionRef"];
             status: components["schemas"]["VEXStatus"];
@@ -737,13 +741,37 @@ export interface components {
             justification?: string;
             statement: string;
             actionStatement?: string;
-            /** Format: date-time */
-            expiresAt: string;
+            /**
+             * Format: date-time
+             * @description Absent for an imported statement: it holds until its document changes.
+             */
+            expiresAt?: string;
+            vex?: components["schemas"]["VEXProvenance"];
+        };
+        /** @description An imported OpenVEX statement that says an active finding is affected or under investigation: it annotates the finding and does not suppress it. */
+        VEXAnnotation: {
+            exception: components["schemas"]["ExceptionRef"];
+            status: components["schemas"]["VEXStatus"];
+            statement: string;
+            actionStatement?: string;
+            vex: components["schemas"]["VEXProvenance"];
+        };
+        /** @description Where an imported OpenVEX statement comes from. */
+        VEXProvenance: {
+            /** @description The document's @id. */
+            documentId: string;
+            /** @description The document's author. */
+            author: string;
+            /**
+             * Format: date-time
+             * @description The statement's timestamp (the document's when it has none).
+             */
+            timestamp: string;
         };
         ExceptionRef: {
             /** @enum {string} */
-            kind: "VulnerabilityException" | "ClusterVulnerabilityException";
-            /** @description Absent for a ClusterVulnerabilityException. */
+            kind: "VulnerabilityException" | "ClusterVulnerabilityException" | "VEXDocument" | "ClusterVEXDocument";
+            /** @description Absent for a cluster-scoped resource. */
             namespace?: string;
             name: string;
         };
@@ -774,6 +802,21 @@ export interface components {
             counts: {
                 [key: string]: number;
             };
+            /** @description The imported OpenVEX documents of the view (cluster ones and those of the caller's namespaces). */
+            documents: components["schemas"]["AuditedVEXDocument"][];
+        };
+        AuditedVEXDocument: {
+            document: components["schemas"]["ExceptionRef"];
+            /**
+             * @description invalid: the document does not parse, and none of its statements applies.
+             * @enum {string}
+             */
+            state: "valid" | "invalid";
+            /** @description Why the document is invalid. */
+            error?: string;
+            /** @description Rules it adds (statement × image product). */
+            statements: number;
+            vex?: components["schemas"]["VEXProvenance"];
         };
         /** @description An OpenVEX v0.2.0 document (https://github.com/openvex/spec); only the fields Crowsnest writes. */
         OpenVEX: {
@@ -900,6 +943,7 @@ export interface components {
             slaDue?: string;
             /** @description Past slaDue. */
             overdue?: boolean;
+            vexStatement?: components["schemas"]["VEXAnnotation"];
         };
         Vulnerability: {
             id: string;
