@@ -34,9 +34,10 @@ describe('an exception recorded in the dashboard, applied with kubectl', { timeo
     tmp = await mkdtemp(join(tmpdir(), 'crowsnest-web-exc-applied-'));
     const [bins, natsBin, k] = await Promise.all([buildBinaries(tmp), buildNatsServer(tmp), startKube()]);
     kube = k;
-    await kube.kubectl(['apply', '-f', join(CRDS, 'crowsnest.dev_vulnerabilityexceptions.yaml'), '-f', join(CRDS, 'crowsnest.dev_clustervulnerabilityexceptions.yaml')]);
-    await kube.kubectl(['wait', '--for=condition=Established', '--timeout=30s',
-      'crd/vulnerabilityexceptions.crowsnest.dev', 'crd/clustervulnerabilityexceptions.crowsnest.dev']);
+    // results-api --exceptions watches the exceptions and the imported OpenVEX documents.
+    const kinds = ['vulnerabilityexceptions', 'clustervulnerabilityexceptions', 'vexdocuments', 'clustervexdocuments'];
+    await kube.kubectl(['apply', ...kinds.flatMap((k) => ['-f', join(CRDS, `crowsnest.dev_${k}.yaml`)])]);
+    await kube.kubectl(['wait', '--for=condition=Established', '--timeout=30s', ...kinds.map((k) => `crd/${k}.crowsnest.dev`)]);
     await kube.kubectl(['create', 'namespace', NS]);
     pg = await startPostgres(bins.pgserver);
     nats = await startNats(natsBin, tmp);
