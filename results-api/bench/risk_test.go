@@ -24,7 +24,12 @@ func BenchmarkRiskQuery(b *testing.B) {
 	}
 	srv := apitest.Start(b)
 	seed(b, srv.DatabaseURL, reports, perReport)
+	digest := fmt.Sprintf("sha256:%064x", reports/2)
 	execSeed(b, srv.DatabaseURL,
+		// The probed digest's and CVE's findings are old enough for the
+		// age and overdue filters to return some, also in the small smoke
+		// data set (200 days: past every default SLA window).
+		seedStmt{`UPDATE findings SET first_seen = now() - interval '200 days' WHERE digest = $1 OR vuln_id = 'CVE-2025-00042'`, []any{digest}},
 		seedStmt{`UPDATE findings SET epss = (id * 7919 % 1000) / 1000.0, kev = id % 50 = 0,
   risk = LEAST(CASE WHEN id % 50 = 0 THEN 1.05 ELSE (id * 7919 % 1000) / 1000.0 END * severity / 5.0, 1) * 100,
   kev_since = CASE WHEN id % 50 = 0 THEN first_seen END`, nil},
@@ -41,7 +46,6 @@ func BenchmarkRiskQuery(b *testing.B) {
 		}
 		return out
 	}
-	digest := fmt.Sprintf("sha256:%064x", reports/2)
 	cases := []struct{ name, path, mustContain string }{
 		{"list-risk-default", "/api/v1/reports?limit=50", fmt.Sprintf(`"total":%d`, reports)},
 		{"list-kev", "/api/v1/reports?limit=50&kev=true", `"items":[{`},
