@@ -227,10 +227,11 @@ e2e: stack-deps tool-gotestsum ## End-to-end tests on the local stack (test/stac
 	$(timed) $(call gotest,e2e,$(E2E_MODULE),,-count=1 -race -p 1 -timeout=40m -v -run '$(E2E_RUN)' ./...)
 
 # E2E_CHART_RUN narrows the suite, e.g. E2E_CHART_RUN="-run TestChartOnTheRealNode/network_policies"
-# (the install, then only that step); CROWSNEST_E2E_NO_NETPOL=1 runs it without the enforcer.
+# (the install, then only that step), or E2E_CHART_RUN='-run ^TestTiltCI$$';
+# CROWSNEST_E2E_NO_NETPOL=1 runs it without the enforcer.
 .PHONY: e2e-chart
 e2e-chart: GOTESTSUM_FORMAT := standard-verbose
-e2e-chart: stack-deps tool-gotestsum tool-helm ## The chart installed for real (test/stack/e2echart): helm install onto the stack's real node, every component a Pod from the images make images builds, a scan stored through the results-api Service, its NetworkPolicies enforced (kube-router's firewall).
+e2e-chart: stack-deps tool-gotestsum tool-helm tool-tilt ## The chart installed for real (test/stack/e2echart): helm install onto the stack's real node, every component a Pod from the images make images builds, a scan stored through the results-api Service, its NetworkPolicies enforced (kube-router's firewall); then tilt ci with the Tiltfile on the same cluster.
 	$(MAKE) --no-print-directory images PLATFORMS=linux/$$(go env GOARCH)
 	hack/tools.sh kube-router
 	$(timed) $(call gotest,e2e-chart,$(E2E_MODULE),CROWSNEST_E2E_CHART=1,-count=1 -race -p 1 -timeout=40m -v $(E2E_CHART_RUN) ./e2echart/)
@@ -426,9 +427,19 @@ kind-up: tool-kind ## Create the kind cluster "crowsnest" with a local registry 
 kind-down: tool-kind ## Delete the kind cluster and its local registry.
 	deploy/kind/kind-down.sh
 
+# make dev runs Tilt on the cluster KUBECONFIG names, which the Tiltfile
+# accepts only as kind's (kind-crowsnest: make kind-up) or the local stack's
+# (crowsnest-stack: make dev-stack prints its dev.env, which exports
+# KUBECONFIG, the stack's registry and this machine's chart values; source
+# it, then make dev). docs/deploy.md, "Dev loop".
 .PHONY: dev
-dev: tool-tilt tool-helm ## Run the dev loop on kind (tilt up); run make kind-up first.
+dev: tool-tilt tool-helm ## Run the dev loop (tilt up) on kind (make kind-up first) or on the local stack's cluster (make dev-stack, then source the dev.env it prints).
 	tilt up -f Tiltfile
+
+.PHONY: dev-stack
+dev-stack: stack-deps ## Run the local stack's cluster for the chart (real node, registry, Postgres, Grype DB mirror; needs root) for make dev or helm install; prints KUBECONFIG and the dev.env to source. Ctrl-C stops it.
+	$(MAKE) --no-print-directory images PLATFORMS=linux/$$(go env GOARCH)
+	$(BIN)/stack --chart $(DEMO_FLAGS)
 
 ##@ Tools and backends
 

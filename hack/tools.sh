@@ -120,15 +120,28 @@ kube_router() {
 }
 
 # tilt: its own build, because Tilt needs cgo (tree-sitter) and its fork of
-# apimachinery is not in the checksum database.
+# apimachinery is not in the checksum database. The module carries no web UI
+# (a JavaScript app built outside Go), and without one `tilt up` and
+# `tilt ci` refuse to start ("JS/CSS files are not available"): the build
+# uses a copy of the module with webui/index.html, a page pointing at the
+# CLI, embedded in its place (a go build -overlay may not touch the module
+# cache).
 tilt() {
 	local moddir="$ROOT/hack/tools/tilt"
-	local dir="$CACHE/tilt-$TILT_VERSION-$(wrapper_key "$moddir")"
+	local dir
+	dir="$CACHE/tilt-$TILT_VERSION-$(cat "$moddir/go.mod" "$moddir/go.sum" "$moddir/tools.go" "$moddir/webui/index.html" | sha256sum | cut -c1-12)"
 	if [[ ! -x "$dir/tilt" ]]; then
 		log "building tilt (first run only; several minutes)"
-		local start=$SECONDS
-		(cd "$moddir" && GONOSUMDB=github.com/tilt-dev CGO_ENABLED=1 GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags "-s -w -X main.version=${TILT_VERSION#v} -X main.date=1970-01-01" -o "$dir.tmp/tilt" github.com/tilt-dev/tilt/cmd/tilt)
-		mkdir -p "$dir" && mv "$dir.tmp/tilt" "$dir/tilt" && rmdir "$dir.tmp"
+		local start=$SECONDS src work
+		src=$(cd "$moddir" && GOFLAGS="${GOFLAGS:-} -mod=mod" go list -m -f '{{.Dir}}' github.com/tilt-dev/tilt)
+		work="$dir.tmp"
+		rm -rf "$work" && mkdir -p "$work/wrapper"
+		cp -r "$src" "$work/tilt" && chmod -R u+w "$work/tilt"
+		cp "$moddir/webui/index.html" "$work/tilt/pkg/assets/build/index.html"
+		cp "$moddir/go.mod" "$moddir/go.sum" "$moddir/tools.go" "$work/wrapper/"
+		(cd "$work/wrapper" && go mod edit -replace "github.com/tilt-dev/tilt=$work/tilt" &&
+			GONOSUMDB=github.com/tilt-dev CGO_ENABLED=1 GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags "-s -w -X main.version=${TILT_VERSION#v} -X main.date=1970-01-01" -o "$work/tilt.bin" github.com/tilt-dev/tilt/cmd/tilt)
+		rm -rf "$dir" && mkdir -p "$dir" && mv "$work/tilt.bin" "$dir/tilt" && rm -rf "$work"
 		log "built tilt in $((SECONDS - start))s"
 	fi
 	link "$dir/tilt" "$BIN/tilt"

@@ -6,9 +6,14 @@
 # chart at them because Tilt renders the chart with `helm template`, where
 # lookup sees no cluster: a generated password would change on every
 # Tiltfile reload and lock results-api out of the existing database.
+#
+# CROWSNEST_DEV_CONTEXT is the cluster's context (the Tiltfile passes its
+# own). With CROWSNEST_DEV_DATABASE_URL_FILE (the local stack's cluster
+# writes it: an external Postgres, postgres.enabled=false) the database
+# Secret holds that URL, replaced whenever it changes (a restarted stack).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-CONTEXT=kind-crowsnest
+CONTEXT=${CROWSNEST_DEV_CONTEXT:-kind-crowsnest}
 NS=crowsnest-system
 k() { kubectl --context "$CONTEXT" "$@"; }
 
@@ -18,7 +23,10 @@ trap 'rm -rf "$tmp"' EXIT
 umask 077
 random() { head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 
-if ! k -n "$NS" get secret crowsnest-dev-postgres >/dev/null 2>&1; then
+if [[ -n ${CROWSNEST_DEV_DATABASE_URL_FILE:-} ]]; then
+	k -n "$NS" create secret generic crowsnest-dev-postgres --from-file=url="$CROWSNEST_DEV_DATABASE_URL_FILE" \
+		--dry-run=client -o yaml | k apply -f -
+elif ! k -n "$NS" get secret crowsnest-dev-postgres >/dev/null 2>&1; then
 	pw=$(random)
 	printf '%s' "$pw" >"$tmp/password"
 	printf 'postgres://crowsnest:%s@crowsnest-postgres.%s.svc:5432/crowsnest?sslmode=disable' "$pw" "$NS" >"$tmp/url"

@@ -31,7 +31,8 @@ func (s *Stack) ImageRegistry() string { return s.Registry.Host + "/crowsnest" }
 // (Options.Chart): Postgres reachable from Pods (the chart's external
 // database path, as production installs point it at CloudNativePG), the
 // real node with every project image pushed, the default StorageClass and
-// the offline Grype DB behind a mirror URL.
+// the offline Grype DB behind a mirror URL; then the Tilt dev loop's
+// files (dev.go).
 func (s *Stack) startChartCluster(ctx, bg context.Context) error {
 	o := s.Options
 	pg, err := services.StartPostgresForPods(ctx, s.Network.Gateway, s.Network.Subnet)
@@ -51,7 +52,10 @@ func (s *Stack) startChartCluster(ctx, bg context.Context) error {
 		return err
 	}
 	s.goRun(bg, "storage provisioner", p.Run)
-	return s.serveDBMirror(ctx)
+	if err := s.serveDBMirror(ctx); err != nil {
+		return err
+	}
+	return s.writeDevFiles()
 }
 
 // postgresOn5432 makes Postgres.PodURL name port 5432 on the gateway, where a

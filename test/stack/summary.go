@@ -44,7 +44,10 @@ func (s *Stack) PrintSummary(w io.Writer, took time.Duration) {
 		fmt.Fprintf(&b, "                %s@%s%s\n", img.Ref(), img.Digest[:19], note)
 	}
 	fmt.Fprintf(&b, "  Kubernetes    export KUBECONFIG=%s\n", s.Cluster.Kubeconfig)
-	fmt.Fprintf(&b, "                bin/kubectl get scanners,jobs,pods -A\n")
+	fmt.Fprintf(&b, "                bin/kubectl get scanners,jobs,pods -A   (context %s)\n", KubeContext)
+	if s.Options.Chart {
+		fmt.Fprintf(&b, "  Tilt          source %s && make dev   (the Tiltfile's images, pushed to %s; the chart with %s)\n", s.DevEnvFile(), s.ImageRegistry(), s.devValuesFile())
+	}
 	if s.DNS != nil {
 		services := "kube-proxy routes ClusterIPs in " + s.Network.ServiceCIDR.String()
 		if s.KubeProxy == nil {
@@ -55,6 +58,10 @@ func (s *Stack) PrintSummary(w io.Writer, took time.Duration) {
 	fmt.Fprintf(&b, "  Logs          %s/*.log\n", s.Options.StateDir)
 	fmt.Fprintf(&b, "  Real node     %s (containerd + kubelet): scan Pods run there, e.g.\n", NodeName)
 	fmt.Fprintf(&b, "                bin/kubectl logs -n demo -l app.kubernetes.io/name=crowsnest-scan -c grype\n")
-	fmt.Fprintf(&b, "\nScan-Job Pods run as containers on the real node; kwok runs every other Pod.\nPress Ctrl-C to stop and remove all state.\n")
+	if s.Options.Chart {
+		fmt.Fprintf(&b, "\nEvery Pod runs as containers on the real node (the chart's cluster: no kwok Nodes).\nPress Ctrl-C to stop and remove all state.\n")
+	} else {
+		fmt.Fprintf(&b, "\nScan-Job Pods run as containers on the real node; kwok runs every other Pod.\nPress Ctrl-C to stop and remove all state.\n")
+	}
 	_, _ = io.WriteString(w, b.String())
 }

@@ -44,20 +44,10 @@ func uninstall(ctx context.Context, t *testing.T) []string {
 		"vexdocuments.crowsnest.dev", "clustervexdocuments.crowsnest.dev", "--wait=true", "--timeout=2m"); err != nil {
 		t.Errorf("delete the CRDs: %v", err)
 	}
-	types, err := tool(ctx, t, "kubectl", "api-resources", "--verbs=list", "-o", "name")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kinds []string
-	for _, k := range strings.Fields(types) {
-		// Events name the objects they are about; they are not the chart's.
-		if k != "events" && k != "events.events.k8s.io" {
-			kinds = append(kinds, k)
-		}
-	}
+	kinds := listableKinds(ctx, t)
 	deadline := time.Now().Add(time.Minute)
 	for {
-		left := leftovers(ctx, t, kinds)
+		left := leftovers(ctx, t, kinds, chartSelectors)
 		if len(left) == 0 || time.Now().After(deadline) {
 			return left
 		}
@@ -65,9 +55,28 @@ func uninstall(ctx context.Context, t *testing.T) []string {
 	}
 }
 
-func leftovers(ctx context.Context, t *testing.T, kinds []string) []string {
+// listableKinds are the API server's resource types that can be listed,
+// but events (they name the objects they are about; they are not theirs).
+func listableKinds(ctx context.Context, t *testing.T) []string {
+	t.Helper()
+	types, err := tool(ctx, t, "kubectl", "api-resources", "--verbs=list", "-o", "name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, k := range strings.Fields(types) {
+		if k != "events" && k != "events.events.k8s.io" {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds
+}
+
+// leftovers lists, as kind/name lines, every object of kinds in every
+// namespace and cluster-wide that carries one of selectors.
+func leftovers(ctx context.Context, t *testing.T, kinds, selectors []string) []string {
 	left := map[string]bool{}
-	for _, sel := range chartSelectors {
+	for _, sel := range selectors {
 		out, err := tool(ctx, t, "kubectl", "get", strings.Join(kinds, ","), "-A", "-l", sel, "-o", "name", "--ignore-not-found")
 		if err != nil {
 			t.Errorf("list what is left (%s): %v", sel, err)

@@ -1,7 +1,9 @@
 // Command stack runs Crowsnest locally (`make demo`): a real control plane
 // with kwok Nodes and one real node (containerd + kubelet) for the scan
 // Pods, a registry with demo and scan images, NATS, Postgres, results-api,
-// the matcher, the notifier and the operator. Ctrl-C stops it all and
+// the matcher, the notifier and the operator. With --chart (`make
+// dev-stack`) it runs the cluster the chart installs onto instead, for
+// Tilt (`make dev`) or helm. Ctrl-C stops it all and
 // removes its temp state (containers, mounts and the node's bridge too).
 package main
 
@@ -44,13 +46,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.ReadAuth, "read-auth", "kubernetes", "results-api --read-auth: kubernetes (sign in with a token; the summary says how to get one) or open")
 	fs.StringVar(&o.StateDir, "state-dir", "", "keep state (logs, kubeconfig) here instead of a temp dir removed on exit")
 	fs.DurationVar(&o.RetryBackoff, "retry-backoff", 15*time.Second, "operator --retry-backoff for failed scans")
+	fs.BoolVar(&o.Chart, "chart", false, "run the cluster the chart installs onto instead of Crowsnest's own processes: the real node as the only node, kube-proxy, CoreDNS, every image in the registry, Postgres for Pods, a Grype DB mirror; for make dev (Tilt) or helm install (make dev-stack)")
 	noDemo := fs.Bool("no-demo", false, "do not create the demo namespace, Scanner and Pods")
 	fs.DurationVar(&o.DBUpdateAfter, "db-update-after", time.Minute, "offline DB: this long after start, import a newer DB into the matcher that publishes two held-back critical advisories (the Changes view fills as it re-matches); 0: never")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	o.Demo = !*noDemo
-	o.HoldBackAdvisories = o.DBUpdateAfter > 0 && !o.OnlineDB
+	// The demo's Pods run on kwok Nodes, which the chart's cluster has not;
+	// nothing imports a newer DB into the chart's matcher.
+	o.Demo = !*noDemo && !o.Chart
+	o.HoldBackAdvisories = o.DBUpdateAfter > 0 && !o.OnlineDB && !o.Chart
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	start := time.Now()
 	s, err := stack.Start(ctx, o, log)

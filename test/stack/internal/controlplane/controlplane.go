@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/crowsnest-dev/crowsnest/test/support/kubetest"
@@ -46,6 +48,10 @@ type Options struct {
 	// how it reaches a real node's kubelet.
 	APIServerArgs map[string]string
 }
+
+// ContextName is the one context of the admin kubeconfig (Kubeconfig):
+// a fixed name that tools recognise, e.g. the Tiltfile allows it.
+const ContextName = "crowsnest-stack"
 
 // ControlPlane is a running control plane.
 type ControlPlane struct {
@@ -133,6 +139,9 @@ func Start(ctx context.Context, o Options) (_ *ControlPlane, err error) {
 	kc, err := user.KubeConfig()
 	if err != nil {
 		return nil, fmt.Errorf("render kubeconfig: %w", err)
+	}
+	if kc, err = renameContext(kc, ContextName); err != nil {
+		return nil, err
 	}
 	cp.Kubeconfig = filepath.Join(o.StateDir, "kubeconfig")
 	if err := os.WriteFile(cp.Kubeconfig, kc, 0o600); err != nil {
@@ -284,4 +293,30 @@ func (cp *ControlPlane) Stop() error {
 		return nil
 	}
 	return err
+}
+
+// renameContext returns kubeconfig kc with its current context, cluster
+// and user all called name.
+func renameContext(kc []byte, name string) ([]byte, error) {
+	cfg, err := clientcmd.Load(kc)
+	if err != nil {
+		return nil, fmt.Errorf("parse kubeconfig: %w", err)
+	}
+	cur, ok := cfg.Contexts[cfg.CurrentContext]
+	if !ok {
+		return nil, fmt.Errorf("kubeconfig: no current context %q", cfg.CurrentContext)
+	}
+	cluster, user := cfg.Clusters[cur.Cluster], cfg.AuthInfos[cur.AuthInfo]
+	if cluster == nil || user == nil {
+		return nil, fmt.Errorf("kubeconfig: context %q lacks its cluster or user", cfg.CurrentContext)
+	}
+	cfg.Contexts = map[string]*clientcmdapi.Context{name: {Cluster: name, AuthInfo: name}}
+	cfg.Clusters = map[string]*clientcmdapi.Cluster{name: cluster}
+	cfg.AuthInfos = map[string]*clientcmdapi.AuthInfo{name: user}
+	cfg.CurrentContext = name
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return nil, fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return out, nil
 }

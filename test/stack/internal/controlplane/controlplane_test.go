@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // TestStartFailureStopsWhatItStarted starts etcd and kube-apiserver for real,
@@ -71,4 +73,38 @@ func children(t *testing.T) []string {
 		}
 	}
 	return out
+}
+
+// TestRenameContext: the admin kubeconfig names its one context, cluster
+// and user ContextName (the Tiltfile allows that context), keeping the
+// server and credentials.
+func TestRenameContext(t *testing.T) {
+	in := []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: envtest, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: envtest, user: {token: secret}}]
+contexts: [{name: envtest, context: {cluster: envtest, user: envtest}}]
+current-context: envtest
+`)
+	out, err := renameContext(in, ContextName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := cfg.Contexts[cfg.CurrentContext]
+	if cfg.CurrentContext != ContextName || len(cfg.Contexts) != 1 || ctx == nil || ctx.Cluster != ContextName || ctx.AuthInfo != ContextName {
+		t.Fatalf("contexts %v, current %q: want only %q", cfg.Contexts, cfg.CurrentContext, ContextName)
+	}
+	if got := cfg.Clusters[ContextName].Server; got != "https://127.0.0.1:6443" {
+		t.Errorf("server %q", got)
+	}
+	if got := cfg.AuthInfos[ContextName].Token; got != "secret" {
+		t.Errorf("token %q", got)
+	}
+	if _, err := renameContext([]byte("current-context: nowhere\n"), ContextName); err == nil {
+		t.Error("a kubeconfig without its current context was renamed")
+	}
 }
