@@ -231,9 +231,10 @@ e2e: stack-deps tool-gotestsum ## End-to-end tests on the local stack (test/stac
 # CROWSNEST_E2E_NO_NETPOL=1 runs it without the enforcer.
 .PHONY: e2e-chart
 e2e-chart: GOTESTSUM_FORMAT := standard-verbose
-e2e-chart: stack-deps tool-gotestsum tool-helm tool-tilt ## The chart installed for real (test/stack/e2echart): helm install onto the stack's real node, every component a Pod from the images make images builds, a scan stored through the results-api Service, its NetworkPolicies enforced (kube-router's firewall); then tilt ci with the Tiltfile on the same cluster.
+e2e-chart: stack-deps tool-gotestsum tool-helm tool-tilt build-kubectl-plugin web-deps ## The chart installed for real (test/stack/e2echart): helm install onto the stack's real node, every component a Pod from the images make images builds, a scan stored through the results-api Service, its NetworkPolicies enforced (kube-router's firewall); then tilt ci with the Tiltfile on the same cluster.
 	$(MAKE) --no-print-directory images PLATFORMS=linux/$$(go env GOARCH)
 	hack/tools.sh kube-router
+	hack/deps.sh chromium
 	$(timed) $(call gotest,e2e-chart,$(E2E_MODULE),CROWSNEST_E2E_CHART=1,-count=1 -race -p 1 -timeout=40m -v $(E2E_CHART_RUN) ./e2echart/)
 
 .PHONY: bench-e2e

@@ -19,7 +19,7 @@ import (
 // release named crowsnest in namespace crowsnest.
 const (
 	DefaultService          = "crowsnest-results-api"
-	DefaultServiceNamespace = "crowsnest"
+	DefaultServiceNamespace = "crowsnest-system" // the README's and docs/deploy.md's helm install -n
 	DefaultServicePort      = "http"
 )
 

@@ -37,7 +37,8 @@ const (
 // findings) and waits until the scan Jobs the operator creates have stored
 // their reports through the results-api Service, read back through a
 // port-forward to that Service with a reader's token. Then, on the same
-// install: a newer DB re-matches the reports and the notifier tells once
+// install: the dashboard in Chromium and kubectl crowsnest read it
+// (clients_test.go), a newer DB re-matches the reports and the notifier tells once
 // (rematch_test.go), helm upgrade with changed values loses no report and
 // repeats no scan (upgrade_test.go), deleted Pods recover losing nothing
 // (recover_test.go), helm test, helm uninstall.
@@ -117,6 +118,7 @@ func TestChartOnTheRealNode(t *testing.T) {
 		memory bool // log each Pod's memory after it
 	}{
 		{"network policies", networkPolicies, false},
+		{"dashboard and kubectl crowsnest", dashboardAndPlugin, false},
 		{"rematch and notify", rematchAndNotify, true}, // the scans and a re-match done
 		{"upgrade with changed values", upgradeWithChangedValues, false},
 		{"delete results-api and matcher Pods", deletePods, true},
