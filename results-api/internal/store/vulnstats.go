@@ -19,6 +19,8 @@ import (
 type VulnStats struct {
 	// Running are the findings of the running images with a report.
 	Running report.Counts
+	// RunningKEV are those of Running that CISA's KEV catalog lists.
+	RunningKEV report.Counts
 	// Namespaces are the same per namespace an image runs in (an image
 	// counts in each), one entry per namespace with a running digest, in
 	// namespace order.
@@ -46,10 +48,12 @@ type NamespaceOverdue struct {
 	KEV       int
 }
 
-// NamespaceCounts are the findings of the running images of one namespace.
+// NamespaceCounts are the findings of the running images of one
+// namespace, and those of them that CISA's KEV catalog lists.
 type NamespaceCounts struct {
 	Namespace string
 	Counts    report.Counts
+	KEV       report.Counts
 }
 
 // ImageStates count images (digests) by whether they run and have a report.
@@ -175,7 +179,50 @@ func vulnStats(tx *gorm.DB, q VulnStatsQuery, out *VulnStats) error {
 	for _, n := range news {
 		addCount(&out.New, report.Severity(n.Severity), n.N)
 	}
+	if err := kevStats(tx, out); err != nil {
+		return err
+	}
 	return overdueStats(tx, q, out)
+}
+
+// kevStats fills out.RunningKEV and each namespace's KEV counts: the
+// KEV-listed findings rows of the running images, by stored severity. One
+// pass over the KEV-listed rows (few of all findings) joined to the
+// running digests per namespace.
+func kevStats(tx *gorm.DB, out *VulnStats) error {
+	var rows []struct {
+		Namespace   string
+		Severity, N int
+	}
+	err := tx.Raw(`SELECT d.namespace, f.severity, count(*) AS n
+ FROM (SELECT DISTINCT namespace, digest FROM inventory) d JOIN findings f ON f.digest = d.digest
+ WHERE f.kev GROUP BY d.namespace, f.severity ORDER BY d.namespace`).Scan(&rows).Error
+	if err != nil {
+		return fmt.Errorf("KEV findings per namespace: %w", err)
+	}
+	// By name, not by merging the two ordered lists: the database's
+	// collation need not order names as Go compares them.
+	at := make(map[string]int, len(out.Namespaces))
+	for i, n := range out.Namespaces {
+		at[n.Namespace] = i
+	}
+	for _, r := range rows {
+		// Both come from the inventory's running digests, so every KEV
+		// namespace is among out.Namespaces.
+		if i, ok := at[r.Namespace]; ok {
+			addCount(&out.Namespaces[i].KEV, report.Severity(r.Severity), r.N)
+		}
+	}
+	var fleet []struct{ Severity, N int }
+	err = tx.Raw(`SELECT f.severity, count(*) AS n FROM findings f
+ WHERE f.kev AND f.digest IN ` + runningDigests + ` GROUP BY f.severity`).Scan(&fleet).Error
+	if err != nil {
+		return fmt.Errorf("KEV findings: %w", err)
+	}
+	for _, r := range fleet {
+		addCount(&out.RunningKEV, report.Severity(r.Severity), r.N)
+	}
+	return nil
 }
 
 // overdueStats fills out.Overdue.

@@ -41,6 +41,18 @@ var (
 			"At most --vuln-metrics-max-namespaces namespaces, those with the most critical+high findings; "+
 			"crowsnest_namespace_vulnerabilities_truncated counts the others.",
 		[]string{"workload_namespace", "severity"}, nil)
+	// The KEV-listed part of the two gauges above, as families of their
+	// own rather than a kev label on them: a label would split each
+	// severity's series in two, and every existing `max by (severity)`
+	// (replicas export the same values, so they are combined with max, not
+	// sum) would silently report the larger half.
+	kevVulnsDesc = prometheus.NewDesc("crowsnest_vulnerabilities_kev",
+		"Of crowsnest_vulnerabilities, the findings listed in CISA's Known Exploited Vulnerabilities catalog, by severity.",
+		[]string{"severity"}, nil)
+	nsKEVVulnsDesc = prometheus.NewDesc("crowsnest_namespace_vulnerabilities_kev",
+		"Of crowsnest_namespace_vulnerabilities, the findings listed in CISA's Known Exploited Vulnerabilities catalog, "+
+			"for the same namespaces (label workload_namespace), by severity.",
+		[]string{"workload_namespace", "severity"}, nil)
 	nsTruncatedDesc = prometheus.NewDesc("crowsnest_namespace_vulnerabilities_truncated",
 		"Namespaces running images that crowsnest_namespace_vulnerabilities leaves out (beyond --vuln-metrics-max-namespaces, "+
 			"those with the fewest critical+high findings).",
@@ -81,7 +93,7 @@ func NewCollector() *Collector { return &Collector{} }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{vulnsDesc, nsVulnsDesc, nsTruncatedDesc, imagesDesc, topDesc, newDesc, overdueDesc, overdueKEVDesc, refreshedDesc} {
+	for _, d := range []*prometheus.Desc{vulnsDesc, nsVulnsDesc, kevVulnsDesc, nsKEVVulnsDesc, nsTruncatedDesc, imagesDesc, topDesc, newDesc, overdueDesc, overdueKEVDesc, refreshedDesc} {
 		ch <- d
 	}
 }
@@ -113,6 +125,7 @@ func (c *Collector) set(st *store.VulnStats, maxNamespaces int, at time.Time) {
 		}
 	}
 	bySeverity(vulnsDesc, st.Running)
+	bySeverity(kevVulnsDesc, st.RunningKEV)
 	bySeverity(newDesc, st.New)
 	kept, cut := worstNamespaces(st.Namespaces, maxNamespaces)
 	overdue := make(map[string]store.NamespaceOverdue, len(st.Overdue))
@@ -121,6 +134,7 @@ func (c *Collector) set(st *store.VulnStats, maxNamespaces int, at time.Time) {
 	}
 	for _, n := range kept {
 		bySeverity(nsVulnsDesc, n.Counts, n.Namespace)
+		bySeverity(nsKEVVulnsDesc, n.KEV, n.Namespace)
 		// Only the kept namespaces: the series stay as bounded as theirs.
 		o := overdue[n.Namespace]
 		bySeverity(overdueDesc, o.Counts, n.Namespace)

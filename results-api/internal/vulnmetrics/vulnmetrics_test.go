@@ -89,13 +89,19 @@ var vulnFamilies = []string{"crowsnest_vulnerabilities", "crowsnest_namespace_vu
 // value.
 func samples(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 	t.Helper()
+	return samplesOf(t, reg, vulnFamilies...)
+}
+
+// samplesOf is samples of the metric families named.
+func samplesOf(t *testing.T, reg prometheus.Gatherer, families ...string) map[string]float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]float64{}
 	for _, mf := range mfs {
-		if !slices.Contains(vulnFamilies, mf.GetName()) {
+		if !slices.Contains(families, mf.GetName()) {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
