@@ -303,8 +303,9 @@ lint-actions: tool-actionlint ## Lint the GitHub Actions workflows (.github/work
 generate: generate-operator generate-results-api generate-web generate-chart generate-metrics ## Regenerate CRDs, deepcopy, OpenAPI types, the chart schema and the metrics reference.
 
 .PHONY: generate-results-api
-generate-results-api: tool-oapi-codegen ## Regenerate results-api's Go types (results-api/api/types.gen.go) from its OpenAPI document.
+generate-results-api: tool-oapi-codegen ## Regenerate the Go types of results-api's OpenAPI document: results-api/api/types.gen.go and the kubectl plugin's kubectl-crowsnest/internal/resultsapi/types.gen.go.
 	cd results-api/api && go generate ./...
+	cd kubectl-crowsnest && GOWORK=off go generate ./internal/resultsapi
 
 .PHONY: generate-web
 generate-web: web-deps ## Regenerate the web client's types (web/src/lib/api/schema.d.ts) from results-api/api/openapi.yaml.

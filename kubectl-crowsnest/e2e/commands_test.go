@@ -9,7 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsclient"
+	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsapi"
 )
 
 const webPod = "web-7c9d8f6b5d-x2x7q"
@@ -45,7 +45,7 @@ func TestImagesNamespace(t *testing.T) {
 	}
 
 	// -o json: the same three, each with where it runs.
-	var list resultsclient.ReportList
+	var list resultsapi.ReportList
 	if err := json.Unmarshal([]byte(mustPlugin(t, "images", "-n", jobs, "-o", "json", "--server", s.URL, "--kubeconfig", kc)), &list); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestImagesAllNamespaces(t *testing.T) {
 		}
 	}
 
-	var list resultsclient.ReportList
+	var list resultsapi.ReportList
 	if err := yaml.Unmarshal([]byte(mustPlugin(t, "images", "-A", "--min-severity", "high", "-o", "yaml", "--server", s.URL)), &list); err != nil {
 		t.Fatal(err)
 	}
@@ -153,11 +153,11 @@ func TestImage(t *testing.T) {
 	}
 
 	// --min-severity critical keeps CVE-2024-5535 in libcrypto3 and libssl3.
-	var rep resultsclient.ReportDetail
+	var rep resultsapi.ReportDetail
 	if err := json.Unmarshal([]byte(mustPlugin(t, "image", alpine.Image, "--min-severity", "critical", "-o", "json", "--server", s.URL)), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.FindingCount != 22 || len(rep.Findings) != 2 || rep.Findings[0].ID != "CVE-2024-5535" || rep.Findings[1].ID != "CVE-2024-5535" {
+	if rep.FindingCount != 22 || len(rep.Findings) != 2 || rep.Findings[0].Id != "CVE-2024-5535" || rep.Findings[1].Id != "CVE-2024-5535" {
 		t.Fatalf("critical findings %+v (count %d)", rep.Findings, rep.FindingCount)
 	}
 

@@ -9,7 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsclient"
+	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsapi"
 )
 
 // hostileName is what a malicious image's package database names a package:
@@ -60,7 +60,7 @@ func TestReportDataCannotDriveTheTerminal(t *testing.T) {
 		}
 		switch args[len(args)-1] {
 		case "json", "yaml":
-			var rep resultsclient.ReportDetail
+			var rep resultsapi.ReportDetail
 			if err := yaml.Unmarshal([]byte(out), &rep); err != nil {
 				t.Fatalf("%v: %v", args, err)
 			}

@@ -15,7 +15,7 @@ import (
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/inventory"
-	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsclient"
+	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsapi"
 )
 
 var snapshotSeq int
@@ -100,7 +100,7 @@ func (s *seeded) listedIn(t *testing.T, ns string) []string {
 		t.Fatal(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	var list resultsclient.ReportList
+	var list resultsapi.ReportList
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&list) != nil {
 		t.Fatalf("list namespace %s: HTTP %d", ns, resp.StatusCode)
 	}

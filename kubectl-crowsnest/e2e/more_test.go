@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/output"
-	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsclient"
+	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsapi"
 )
 
 // TestCVE: which images carry a vulnerability, and the workloads running
@@ -36,7 +36,12 @@ func TestCVE(t *testing.T) {
 	}
 
 	// GHSA-4374-p667-p6c8 (golang.org/x/net) is in gobinary only.
-	var v resultsclient.Vulnerability
+	var v struct { // the API's Vulnerability; each image with the workloads running it
+		Images []struct {
+			resultsapi.AffectedImage
+			RunningIn *[]resultsapi.RunningWorkload `json:"runningIn"`
+		} `json:"images"`
+	}
 	if err := json.Unmarshal([]byte(mustPlugin(t, "cve", "GHSA-4374-p667-p6c8", "-o", "json", "--server", s.URL, "--kubeconfig", kc)), &v); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +94,7 @@ func TestChanges(t *testing.T) {
 		t.Fatalf("rescan row %v", r)
 	}
 
-	var list resultsclient.ChangeList
+	var list resultsapi.ChangeList
 	if err := json.Unmarshal([]byte(mustPlugin(t, "changes", "--since", "2h", "--min-severity", "critical", "--limit", "3", "-o", "json", "--server", s.URL)), &list); err != nil {
 		t.Fatal(err)
 	}
@@ -157,10 +162,10 @@ func TestWhy(t *testing.T) {
 	var res struct {
 		Pod        string `json:"pod"`
 		Containers []struct {
-			Name   string                      `json:"name"`
-			State  string                      `json:"state"`
-			Digest string                      `json:"digest"`
-			Report *resultsclient.ReportDetail `json:"report"`
+			Name   string                   `json:"name"`
+			State  string                   `json:"state"`
+			Digest string                   `json:"digest"`
+			Report *resultsapi.ReportDetail `json:"report"`
 		} `json:"containers"`
 	}
 	if err := json.Unmarshal([]byte(mustPlugin(t, "why", "pod/mixed", "-n", shop, "-o", "json", "--server", s.URL, "--kubeconfig", kc)), &res); err != nil {
@@ -184,7 +189,7 @@ func TestWhy(t *testing.T) {
 	for _, c := range res.Containers {
 		for _, f := range c.Report.Findings {
 			if f.Severity != "critical" && f.Severity != "high" {
-				t.Errorf("%s: %s is %s", c.Name, f.ID, f.Severity)
+				t.Errorf("%s: %s is %s", c.Name, f.Id, f.Severity)
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/output"
+	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsapi"
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsclient"
 )
 
@@ -76,7 +77,7 @@ func (o *changesOptions) run(ctx context.Context) error {
 		return err
 	}
 	if format == output.JSON || format == output.YAML {
-		return output.Data(o.streams.Out, format, resultsclient.ChangeList{Items: output.List(items)})
+		return output.Data(o.streams.Out, format, resultsapi.ChangeList{Items: output.List(items)})
 	}
 	if len(items) == 0 {
 		_, _ = fmt.Fprintf(o.streams.ErrOut, "No changes since %s.\n", since.UTC().Format(time.RFC3339))
@@ -92,22 +93,22 @@ func (o *changesOptions) run(ctx context.Context) error {
 		if c.Baseline {
 			cause += " (first report)"
 		}
-		cells := []any{output.Age(c.ChangedAt, now), repository(c.Image), output.ShortDigest(c.Digest), cause, counts(c.NewCounts), counts(c.ResolvedCounts), c.KEVAddedCount}
+		cells := []any{output.Age(c.ChangedAt, now), repository(c.Image), output.ShortDigest(c.Digest), cause, counts(c.NewCounts), counts(c.ResolvedCounts), c.KevAddedCount}
 		if format == output.Wide {
-			cells = append(cells, ids(c.New, c.Truncated), ids(c.Resolved, c.Truncated), ids(c.KEVAdded, c.Truncated), c.DBBuilt)
+			cells = append(cells, ids(c.New, c.Truncated), ids(c.Resolved, c.Truncated), ids(c.KevAdded, c.Truncated), c.DbBuilt)
 		}
 		t.Row(cells...)
 	}
 	return t.Flush()
 }
 
-func ids(fs []resultsclient.ChangedFinding, truncated bool) string {
+func ids(fs []resultsapi.ChangedFinding, truncated bool) string {
 	seen := map[string]bool{}
 	var out []string
 	for _, f := range fs {
-		if !seen[f.ID] {
-			seen[f.ID] = true
-			out = append(out, f.ID)
+		if !seen[f.Id] {
+			seen[f.Id] = true
+			out = append(out, f.Id)
 		}
 	}
 	s := strings.Join(out, ",")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/inventory"
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/output"
+	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsapi"
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsclient"
 )
 
@@ -44,13 +45,14 @@ func (o *options) runCVE(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	v, err := rc.Vulnerability(ctx, id, ns)
+	found, err := rc.Vulnerability(ctx, id, ns)
 	if resultsclient.IsNotFound(err) {
 		return fmt.Errorf("no scanned image carries %s (or none that your credentials can read)", id)
 	}
 	if err != nil {
 		return err
 	}
+	v := newVulnerabilityView(found)
 	o.fillRunningIn(ctx, v.Images, ns)
 	if ns != "" {
 		v.Images = runningIn(v.Images, ns)
@@ -69,19 +71,43 @@ func (o *options) runCVE(ctx context.Context, id string) error {
 	}
 	t := output.NewTable(o.streams.Out, headers...)
 	for _, im := range v.Images {
-		cells := []any{v.ID, v.Severity, repository(im.Image), im.Package, im.Version, strings.Join(im.FixedIn, ","), workloadsCell(im.RunningIn, true)}
+		cells := []any{v.Id, v.Severity, repository(im.Image), im.Package, im.Version, strings.Join(im.FixedIn, ","), workloadsCell(im.RunningIn, true)}
 		if format == output.Wide {
-			cells = append(cells, im.Digest, v.URL)
+			cells = append(cells, im.Digest, deref(v.Url))
 		}
 		t.Row(cells...)
 	}
 	return t.Flush()
 }
 
+// vulnerabilityView is what cve prints: the API's Vulnerability, each of
+// its images with the workloads running it.
+type vulnerabilityView struct {
+	resultsapi.Vulnerability
+	Images []affectedImage `json:"images"`
+}
+
+// affectedImage is the API's AffectedImage and the workloads running the
+// image, which the API does not say: fillRunningIn finds them from the Pods
+// the user can list.
+type affectedImage struct {
+	resultsapi.AffectedImage
+	RunningIn *[]resultsapi.RunningWorkload `json:"runningIn,omitempty"`
+}
+
+func newVulnerabilityView(v *resultsapi.Vulnerability) *vulnerabilityView {
+	out := &vulnerabilityView{Vulnerability: *v, Images: make([]affectedImage, len(v.Images))}
+	for i, im := range v.Images {
+		out.Images[i] = affectedImage{AffectedImage: im}
+	}
+	out.Vulnerability.Images = nil // shadowed by out.Images
+	return out
+}
+
 // fillRunningIn says where each image runs, from the Pods the user can list
 // (in ns, or every namespace), when results-api did not say. Without Pods
 // the images are still listed, with a warning.
-func (o *options) fillRunningIn(ctx context.Context, images []resultsclient.AffectedImage, ns string) {
+func (o *options) fillRunningIn(ctx context.Context, images []affectedImage, ns string) {
 	missing := false
 	for _, im := range images {
 		missing = missing || im.RunningIn == nil
@@ -109,8 +135,8 @@ func (o *options) fillRunningIn(ctx context.Context, images []resultsclient.Affe
 }
 
 // runningIn keeps the images running in ns.
-func runningIn(images []resultsclient.AffectedImage, ns string) []resultsclient.AffectedImage {
-	var out []resultsclient.AffectedImage
+func runningIn(images []affectedImage, ns string) []affectedImage {
+	var out []affectedImage
 	for _, im := range images {
 		if im.RunningIn == nil {
 			continue

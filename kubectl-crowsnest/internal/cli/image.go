@@ -9,6 +9,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/inventory"
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/output"
+	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsapi"
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsclient"
 )
 
@@ -106,12 +107,12 @@ func (o *imageOptions) resolve(ctx context.Context, arg string) (digest, ns stri
 		ns, name, len(started), strings.Join(names, ", "), name)
 }
 
-func (o *imageOptions) print(f output.Format, rep *resultsclient.ReportDetail) error {
+func (o *imageOptions) print(f output.Format, rep *resultsapi.ReportDetail) error {
 	w := o.streams.Out
 	now := o.now()
 	_, _ = fmt.Fprintf(w, "Image:     %s\nDigest:    %s\nScanned:   %s (%s ago) with Grype %s, DB built %s\nFindings:  %d (%s), %d fixable\n",
 		output.Clean(rep.Image), output.Clean(rep.Digest), rep.ScannedAt.UTC().Format("2006-01-02T15:04:05Z"), output.Age(rep.ScannedAt, now),
-		output.Clean(rep.GrypeVersion), output.Clean(orNone(rep.DBBuilt)), rep.FindingCount, counts(rep.Counts), rep.Fixable)
+		output.Clean(rep.GrypeVersion), output.Clean(orNone(rep.DbBuilt)), rep.FindingCount, counts(rep.Counts), rep.Fixable)
 	if rep.RunningIn != nil {
 		_, _ = fmt.Fprintf(w, "Running in: %s\n", output.Clean(orNone(output.Workloads(rep.RunningIn, true))))
 	}

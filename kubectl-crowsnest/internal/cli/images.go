@@ -10,6 +10,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/inventory"
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/output"
+	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsapi"
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsclient"
 )
 
@@ -63,7 +64,7 @@ func (o *imagesOptions) run(ctx context.Context) error {
 	}
 	sortWorstFirst(items)
 	if format == output.JSON || format == output.YAML {
-		return output.Data(o.streams.Out, format, resultsclient.ReportList{Items: output.List(items), Total: len(items)})
+		return output.Data(o.streams.Out, format, resultsapi.ReportList{Items: output.List(items), Total: len(items)})
 	}
 	if len(items) == 0 {
 		where := "in namespace " + ns
@@ -78,7 +79,7 @@ func (o *imagesOptions) run(ctx context.Context) error {
 
 // hasRunningIn tells a results-api that filters by namespace (its items
 // say where they run) from an older one that ignores the parameter.
-func hasRunningIn(items []resultsclient.ReportSummary) bool {
+func hasRunningIn(items []resultsapi.ReportSummary) bool {
 	for _, it := range items {
 		if it.RunningIn == nil {
 			return false
@@ -89,7 +90,7 @@ func hasRunningIn(items []resultsclient.ReportSummary) bool {
 
 // filterByPods keeps the reports of the digests that the Pods of ns run,
 // for a results-api that cannot filter by namespace itself.
-func (o *imagesOptions) filterByPods(ctx context.Context, ns string, items []resultsclient.ReportSummary) ([]resultsclient.ReportSummary, error) {
+func (o *imagesOptions) filterByPods(ctx context.Context, ns string, items []resultsapi.ReportSummary) ([]resultsapi.ReportSummary, error) {
 	kc, err := o.kubeClient()
 	if err != nil {
 		return nil, err
@@ -103,8 +104,8 @@ func (o *imagesOptions) filterByPods(ctx context.Context, ns string, items []res
 
 // keepRunning keeps the reports of the digests in running, each with the
 // workloads running it.
-func keepRunning(items []resultsclient.ReportSummary, running map[string][]resultsclient.Workload) []resultsclient.ReportSummary {
-	var out []resultsclient.ReportSummary
+func keepRunning(items []resultsapi.ReportSummary, running map[string][]resultsapi.RunningWorkload) []resultsapi.ReportSummary {
+	var out []resultsapi.ReportSummary
 	for _, it := range items {
 		if ws, ok := running[it.Digest]; ok {
 			it.RunningIn = &ws
@@ -114,8 +115,8 @@ func keepRunning(items []resultsclient.ReportSummary, running map[string][]resul
 	return out
 }
 
-func sortWorstFirst(items []resultsclient.ReportSummary) {
-	key := func(c resultsclient.SeverityCounts) []int {
+func sortWorstFirst(items []resultsapi.ReportSummary) {
+	key := func(c resultsapi.SeverityCounts) []int {
 		return []int{c.Critical, c.High, c.Medium, c.Low, c.Negligible, c.Unknown}
 	}
 	sort.SliceStable(items, func(i, j int) bool {

@@ -7,16 +7,17 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/output"
+	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsapi"
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsclient"
 )
 
-func printImages(w io.Writer, f output.Format, items []resultsclient.ReportSummary, withNamespace bool, now time.Time) error {
+func printImages(w io.Writer, f output.Format, items []resultsapi.ReportSummary, withNamespace bool, now time.Time) error {
 	if f == output.Wide {
 		t := output.NewTable(w, "IMAGE", "DIGEST", "CRITICAL", "HIGH", "MEDIUM", "LOW", "NEGLIGIBLE", "UNKNOWN", "FIXABLE", "FINDINGS", "WORKLOADS", "GRYPE", "DB-BUILT", "SCANNED")
 		for _, it := range items {
 			c := it.Counts
 			t.Row(it.Image, it.Digest, c.Critical, c.High, c.Medium, c.Low, c.Negligible, c.Unknown, it.Fixable, it.Findings,
-				workloadsCell(it.RunningIn, withNamespace), it.GrypeVersion, it.DBBuilt, output.Age(it.ScannedAt, now))
+				workloadsCell(it.RunningIn, withNamespace), it.GrypeVersion, it.DbBuilt, output.Age(it.ScannedAt, now))
 		}
 		return t.Flush()
 	}
@@ -39,7 +40,7 @@ func repository(image string) string {
 // findingRow is a finding with the container it was found in (why).
 type findingRow struct {
 	container string
-	resultsclient.Finding
+	resultsapi.Finding
 }
 
 func printFindings(w io.Writer, f output.Format, rows []findingRow, withContainer bool) error {
@@ -52,13 +53,13 @@ func printFindings(w io.Writer, f output.Format, rows []findingRow, withContaine
 	}
 	t := output.NewTable(w, headers...)
 	for _, r := range rows {
-		cells := []any{r.ID, r.Severity, r.Package.Name, r.Package.Version, strings.Join(r.FixedIn, ",")}
+		cells := []any{r.Id, r.Severity, r.Package.Name, r.Package.Version, strings.Join(r.FixedIn, ",")}
 		if f == output.Wide {
 			score := ""
-			if r.CVSSScore != nil {
-				score = fmt.Sprintf("%.1f", *r.CVSSScore)
+			if r.CvssScore != nil {
+				score = fmt.Sprintf("%.1f", *r.CvssScore)
 			}
-			cells = append(cells, r.Package.Type, score, r.URL)
+			cells = append(cells, r.Package.Type, score, deref(r.Url))
 		}
 		if withContainer {
 			cells = append([]any{r.container}, cells...)
@@ -69,14 +70,14 @@ func printFindings(w io.Writer, f output.Format, rows []findingRow, withContaine
 }
 
 // atLeast keeps the findings of severity min or worse (all when min is "").
-func atLeast(fs []resultsclient.Finding, min string) []resultsclient.Finding {
+func atLeast(fs []resultsapi.Finding, min string) []resultsapi.Finding {
 	if min == "" {
 		return fs
 	}
 	limit := resultsclient.SeverityRank(min)
-	var out []resultsclient.Finding
+	var out []resultsapi.Finding
 	for _, f := range fs {
-		if resultsclient.SeverityRank(f.Severity) <= limit {
+		if resultsclient.SeverityRank(string(f.Severity)) <= limit {
 			out = append(out, f)
 		}
 	}
@@ -84,7 +85,7 @@ func atLeast(fs []resultsclient.Finding, min string) []resultsclient.Finding {
 }
 
 // counts prints non-zero severity counts, worst first: "2 critical, 1 high".
-func counts(c resultsclient.SeverityCounts) string {
+func counts(c resultsapi.SeverityCounts) string {
 	n := []int{c.Critical, c.High, c.Medium, c.Low, c.Negligible, c.Unknown}
 	var parts []string
 	for i, v := range n {
@@ -100,7 +101,7 @@ func counts(c resultsclient.SeverityCounts) string {
 
 // workloadsCell prints runningIn: <unknown> when nobody said where the
 // image runs, <not running> when it runs nowhere.
-func workloadsCell(ws *[]resultsclient.Workload, withNamespace bool) string {
+func workloadsCell(ws *[]resultsapi.RunningWorkload, withNamespace bool) string {
 	switch {
 	case ws == nil:
 		return "<unknown>"
@@ -108,4 +109,12 @@ func workloadsCell(ws *[]resultsclient.Workload, withNamespace bool) string {
 		return "<not running>"
 	}
 	return output.Workloads(ws, withNamespace)
+}
+
+// deref prints an optional string of the API (absent: empty).
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

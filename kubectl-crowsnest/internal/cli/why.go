@@ -8,6 +8,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/inventory"
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/output"
+	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsapi"
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsclient"
 )
 
@@ -22,8 +23,8 @@ const (
 // whyContainer is one container of the Pod and its report.
 type whyContainer struct {
 	inventory.Container
-	State  string                      `json:"state"`
-	Report *resultsclient.ReportDetail `json:"report,omitempty"`
+	State  string                   `json:"state"`
+	Report *resultsapi.ReportDetail `json:"report,omitempty"`
 }
 
 // whyResult is `why`'s -o json/yaml document.
@@ -71,7 +72,7 @@ func (o *whyOptions) run(ctx context.Context, arg string) error {
 		return err
 	}
 	res := whyResult{Namespace: ns, Pod: name}
-	reports := map[string]*resultsclient.ReportDetail{} // containers often share an image
+	reports := map[string]*resultsapi.ReportDetail{} // containers often share an image
 	for _, c := range inventory.Containers(pod) {
 		wc := whyContainer{Container: c}
 		switch {

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsclient"
+	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsapi"
 )
 
 // Digest returns the sha256 manifest digest of a container status's
@@ -109,7 +109,7 @@ func Owner(pod *corev1.Pod) (kind, name string) {
 
 // Workloads maps each digest running in pods to the workloads running it,
 // in the shape results-api's runningIn has.
-func Workloads(pods []corev1.Pod) map[string][]resultsclient.Workload {
+func Workloads(pods []corev1.Pod) map[string][]resultsapi.RunningWorkload {
 	type key struct{ digest, ns, kind, name string }
 	type acc struct {
 		containers map[string]bool
@@ -137,9 +137,9 @@ func Workloads(pods []corev1.Pod) map[string][]resultsclient.Workload {
 			}
 		}
 	}
-	out := map[string][]resultsclient.Workload{}
+	out := map[string][]resultsapi.RunningWorkload{}
 	for k, a := range seen {
-		w := resultsclient.Workload{Namespace: k.ns, Kind: k.kind, Name: k.name, Pods: a.pods}
+		w := resultsapi.RunningWorkload{Namespace: k.ns, Kind: k.kind, Name: k.name, Pods: a.pods}
 		for c := range a.containers {
 			w.Containers = append(w.Containers, c)
 		}

@@ -11,7 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
-	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsclient"
+	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsapi"
 )
 
 // Format is an -o value.
@@ -111,7 +111,7 @@ func ShortDigest(d string) string {
 }
 
 // Workloads prints runningIn as namespace/kind/name, comma-separated.
-func Workloads(ws *[]resultsclient.Workload, withNamespace bool) string {
+func Workloads(ws *[]resultsapi.RunningWorkload, withNamespace bool) string {
 	if ws == nil {
 		return ""
 	}

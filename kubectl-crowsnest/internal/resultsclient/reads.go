@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/resultsapi"
 )
 
 // MaxItems bounds what one command collects across pages.
@@ -23,7 +25,7 @@ type ListOptions struct {
 
 // ListReports returns every report matching opts, following the cursor up
 // to MaxItems.
-func (c *Client) ListReports(ctx context.Context, opts ListOptions) ([]ReportSummary, error) {
+func (c *Client) ListReports(ctx context.Context, opts ListOptions) ([]resultsapi.ReportSummary, error) {
 	q := url.Values{"limit": {"500"}}
 	set(q, "namespace", opts.Namespace)
 	set(q, "minSeverity", opts.MinSeverity)
@@ -32,29 +34,30 @@ func (c *Client) ListReports(ctx context.Context, opts ListOptions) ([]ReportSum
 	if opts.Fixable {
 		q.Set("fixable", "true")
 	}
-	var out []ReportSummary
+	var out []resultsapi.ReportSummary
 	for len(out) < MaxItems {
-		var page ReportList
+		var page resultsapi.ReportList
 		if err := c.Get(ctx, Request{Path: "/api/v1/reports", Query: q, Namespace: opts.Namespace}, &page); err != nil {
 			return nil, err
 		}
 		out = append(out, page.Items...)
-		if page.NextCursor == "" {
+		next := deref(page.NextCursor)
+		if next == "" {
 			break
 		}
-		q.Set("cursor", page.NextCursor)
+		q.Set("cursor", next)
 	}
 	return out, nil
 }
 
 // Report returns a report with all of its findings (results-api pages them;
 // a report holds at most 50,000).
-func (c *Client) Report(ctx context.Context, digest, namespace string) (*ReportDetail, error) {
+func (c *Client) Report(ctx context.Context, digest, namespace string) (*resultsapi.ReportDetail, error) {
 	path := "/api/v1/reports/" + url.PathEscape(digest)
 	q := url.Values{"findingsLimit": {"5000"}}
-	var out *ReportDetail
+	var out *resultsapi.ReportDetail
 	for {
-		var page ReportDetail
+		var page resultsapi.ReportDetail
 		if err := c.Get(ctx, Request{Path: path, Query: q, Namespace: namespace}, &page); err != nil {
 			return nil, err
 		}
@@ -63,18 +66,19 @@ func (c *Client) Report(ctx context.Context, digest, namespace string) (*ReportD
 		} else {
 			out.Findings = append(out.Findings, page.Findings...)
 		}
-		if page.FindingsNextCursor == "" {
+		next := deref(page.FindingsNextCursor)
+		if next == "" {
 			break
 		}
-		q.Set("findingsCursor", page.FindingsNextCursor)
+		q.Set("findingsCursor", next)
 	}
-	out.FindingsNextCursor = ""
+	out.FindingsNextCursor = nil
 	return out, nil
 }
 
 // Vulnerability returns a vulnerability and the images carrying it.
-func (c *Client) Vulnerability(ctx context.Context, id, namespace string) (*Vulnerability, error) {
-	var v Vulnerability
+func (c *Client) Vulnerability(ctx context.Context, id, namespace string) (*resultsapi.Vulnerability, error) {
+	var v resultsapi.Vulnerability
 	if err := c.Get(ctx, Request{Path: "/api/v1/vulnerabilities/" + url.PathEscape(id), Namespace: namespace}, &v); err != nil {
 		return nil, err
 	}
@@ -89,7 +93,7 @@ type ChangeOptions struct {
 }
 
 // Changes returns the changes since opts.Since, newest first.
-func (c *Client) Changes(ctx context.Context, opts ChangeOptions) ([]Change, error) {
+func (c *Client) Changes(ctx context.Context, opts ChangeOptions) ([]resultsapi.Change, error) {
 	q := url.Values{"limit": {"100"}}
 	if !opts.Since.IsZero() {
 		q.Set("since", opts.Since.UTC().Format(time.RFC3339))
@@ -99,20 +103,21 @@ func (c *Client) Changes(ctx context.Context, opts ChangeOptions) ([]Change, err
 	if max <= 0 || max > MaxItems {
 		max = MaxItems
 	}
-	var out []Change
+	var out []resultsapi.Change
 	for len(out) < max {
 		if rest := max - len(out); rest < 100 {
 			q.Set("limit", strconv.Itoa(rest))
 		}
-		var page ChangeList
+		var page resultsapi.ChangeList
 		if err := c.Get(ctx, Request{Path: "/api/v1/changes", Query: q}, &page); err != nil {
 			return nil, err
 		}
 		out = append(out, page.Items...)
-		if page.NextCursor == "" {
+		next := deref(page.NextCursor)
+		if next == "" {
 			break
 		}
-		q.Set("cursor", page.NextCursor)
+		q.Set("cursor", next)
 	}
 	if len(out) > max {
 		out = out[:max]
@@ -124,4 +129,12 @@ func set(q url.Values, k, v string) {
 	if v != "" {
 		q.Set(k, v)
 	}
+}
+
+// deref reads an optional string of the API (absent: empty).
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -7,7 +7,7 @@ import (
 
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/api"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/render"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 )
 
@@ -104,7 +104,7 @@ func frame(ev eventsv1.Event) (msg []byte, digest string, err error) {
 		if err != nil {
 			return nil, "", err
 		}
-		m.Type, m.Data, digest = TypeScanStatus, api.NewScanStatus(&st), st.Digest
+		m.Type, m.Data, digest = TypeScanStatus, render.ScanStatus(&st), st.Digest
 	case eventsv1.TypeVulnDBUpdated, eventsv1.TypeRematchDone, eventsv1.TypeInventorySnapshot:
 		return nil, "", nil // no WebSocket frame
 	default:
@@ -125,6 +125,6 @@ func redactedScanFrame(ev eventsv1.Event) (msg []byte, origin string, err error)
 	}
 	origin = st.Namespace
 	st.Redact()
-	msg, err = json.Marshal(Message{Type: TypeScanStatus, ID: ev.ID, Time: ev.Time, Data: api.NewScanStatus(&st)})
+	msg, err = json.Marshal(Message{Type: TypeScanStatus, ID: ev.ID, Time: ev.Time, Data: render.ScanStatus(&st)})
 	return msg, origin, err
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/render"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 )
@@ -52,7 +53,7 @@ func (s *Server) serveChanges(w http.ResponseWriter, r *http.Request, q store.Ch
 	}
 	out := api.ChangeList{Items: make([]api.Change, len(page.Items)), NextCursor: optString(page.NextCursor)}
 	for i := range page.Items {
-		out.Items[i] = api.NewChange(&page.Items[i])
+		out.Items[i] = render.Change(&page.Items[i])
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/render"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 )
@@ -65,7 +66,7 @@ func (s *Server) listReports(w http.ResponseWriter, r *http.Request) {
 	out := api.ReportList{Items: make([]api.ReportSummary, len(page.Items)), Total: int(page.Total),
 		NextCursor: optString(page.NextCursor)}
 	for i, it := range page.Items {
-		out.Items[i] = api.NewReportSummary(it)
+		out.Items[i] = render.ReportSummary(it)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

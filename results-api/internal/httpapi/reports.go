@@ -17,6 +17,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/authz"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/ingest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/render"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 )
@@ -98,7 +99,7 @@ func (s *Server) putReport(w http.ResponseWriter, r *http.Request) {
 	if res.Change != nil {
 		s.cfg.Notifier.FindingsChanged(*res.Change)
 	}
-	writeJSON(w, status, api.NewReportSummary(res.Summary))
+	writeJSON(w, status, render.ReportSummary(res.Summary))
 }
 
 // readUpload reads and decompresses a PUT body within the ingest budget:
@@ -221,7 +222,7 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	d := api.NewReportDetail(&page.Report)
+	d := render.ReportDetail(&page.Report)
 	d.FindingsNextCursor = optString(page.NextCursor)
 	d.SuppressedFindings = len(sup.suppressed)
 	d.ActiveFindings = sum.Findings - d.SuppressedFindings

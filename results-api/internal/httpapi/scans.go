@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/render"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 )
 
@@ -27,7 +28,7 @@ func (s *Server) listScans(w http.ResponseWriter, r *http.Request) {
 	}
 	out := api.ScanList{Items: make([]api.ScanStatus, len(scans))}
 	for i := range scans {
-		out.Items[i] = *api.NewScanStatus(&scans[i])
+		out.Items[i] = *render.ScanStatus(&scans[i])
 	}
 	writeJSON(w, http.StatusOK, out)
 }

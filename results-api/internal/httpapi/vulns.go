@@ -8,6 +8,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/exception"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/render"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 )
@@ -43,7 +44,7 @@ func (s *Server) getVulnerability(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	out := api.Vulnerability{Id: v.ID, Severity: api.Severity(v.Severity.String()), Risk: api.NewRisk(v.Risk),
+	out := api.Vulnerability{Id: v.ID, Severity: api.Severity(v.Severity.String()), Risk: render.Risk(v.Risk),
 		Description: optString(v.Description), Url: optString(v.URL), Images: make([]api.AffectedImage, 0, len(v.Images))}
 	for i, a := range v.Images {
 		if marks[i] != nil {
@@ -55,7 +56,7 @@ func (s *Server) getVulnerability(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		ai := api.AffectedImage{Digest: a.Digest, Image: a.Image, Package: a.Package, Version: a.Version,
-			FixedIn: a.FixedIn, Risk: api.NewRisk(a.Risk), Suppression: newSuppression(marks[i]), VexStatement: newAnnotation(notes[i])}
+			FixedIn: a.FixedIn, Risk: render.Risk(a.Risk), Suppression: newSuppression(marks[i]), VexStatement: newAnnotation(notes[i])}
 		ai.FirstSeen, ai.AgeDays, ai.SlaDue, ai.Overdue = lifecycleFields(report.Finding{Severity: a.Severity, Risk: a.Risk, Seen: a.Seen}, s.cfg.SLA, age.Now)
 		out.Images = append(out.Images, ai)
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/render"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 )
@@ -42,7 +43,7 @@ func (s *Server) listWorkloads(w http.ResponseWriter, r *http.Request) {
 		for j, img := range wl.Images {
 			ai := api.WorkloadImage{Digest: img.Digest, Image: img.Image, Containers: img.Containers, Pods: img.Pods, Scanned: img.Scanned}
 			if img.Scanned {
-				c, f := api.NewSeverityCounts(img.Counts), img.Fixable
+				c, f := render.SeverityCounts(img.Counts), img.Fixable
 				ai.Counts, ai.Fixable = &c, &f
 				total.Critical += img.Counts.Critical
 				total.High += img.Counts.High
@@ -54,7 +55,7 @@ func (s *Server) listWorkloads(w http.ResponseWriter, r *http.Request) {
 			}
 			sum.Images[j] = ai
 		}
-		sum.Counts, sum.Fixable = api.NewSeverityCounts(total), fixable
+		sum.Counts, sum.Fixable = render.SeverityCounts(total), fixable
 		out.Items[i] = sum
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
@@ -61,6 +62,18 @@ func TestWalkFleetFindings(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Every column of a walked finding is read: each equals the report's
+	// own finding (keyed by digest and description, unique in manyFindings).
+	stored := map[string]report.Finding{}
+	for _, n := range []int{1, 2} {
+		page, err := st.GetReport(ctx(t), digest(n), store.FindingQuery{Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range page.FindingList {
+			stored[digest(n)+f.Description] = f
+		}
+	}
 	walk := func(q store.FleetQuery, page int, scope ...string) map[string]int {
 		t.Helper()
 		c := ctx(t)
@@ -76,6 +89,9 @@ func TestWalkFleetFindings(t *testing.T) {
 					t.Errorf("finding %s twice", key)
 				}
 				seen[key] = true
+				if want, ok := stored[key]; !ok || !reflect.DeepEqual(f.Finding, want) {
+					t.Errorf("walked finding %s:\n%+v\nwant the stored\n%+v", key, f.Finding, want)
+				}
 				got[f.Digest]++
 				if len(f.RunningIn) != 1 || f.RunningIn[0].Name != "web" {
 					t.Errorf("%s runs in %+v", f.Digest, f.RunningIn)

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 )
@@ -83,16 +82,16 @@ func (s *Store) WalkFleetFindings(ctx context.Context, q FleetQuery, page int, f
 		}
 		var items []report.Summary
 		for _, r := range rows {
-			if _, ok := running[r.Digest]; !ok && (len(items) == 0 || items[len(items)-1].Digest != r.Digest) {
-				items = append(items, report.Summary{Digest: r.Digest})
+			if _, ok := running[r.Finding.Digest]; !ok && (len(items) == 0 || items[len(items)-1].Digest != r.Finding.Digest) {
+				items = append(items, report.Summary{Digest: r.Finding.Digest})
 			}
 		}
 		if err := s.fillRunningIn(ctx, items); err != nil {
 			return err
 		}
 		next := make(map[string][]report.Workload, len(items)+1)
-		if w, ok := running[rows[0].Digest]; ok {
-			next[rows[0].Digest] = w // the digest the last page ended on
+		if w, ok := running[rows[0].Finding.Digest]; ok {
+			next[rows[0].Finding.Digest] = w // the digest the last page ended on
 		}
 		for _, it := range items {
 			next[it.Digest] = it.RunningIn
@@ -100,7 +99,7 @@ func (s *Store) WalkFleetFindings(ctx context.Context, q FleetQuery, page int, f
 		running = next
 		out := make([]FleetFinding, len(rows))
 		for i, r := range rows {
-			out[i] = FleetFinding{Image: r.Image, Digest: r.Digest, Finding: r.finding(), RunningIn: running[r.Digest]}
+			out[i] = FleetFinding{Image: r.Image, Digest: r.Finding.Digest, Finding: r.Finding.finding(), RunningIn: running[r.Finding.Digest]}
 		}
 		if err := fn(out); err != nil {
 			return err
@@ -109,38 +108,14 @@ func (s *Store) WalkFleetFindings(ctx context.Context, q FleetQuery, page int, f
 		if len(rows) < n {
 			return nil
 		}
-		afterDigest, afterID = rows[len(rows)-1].Digest, rows[len(rows)-1].ID
+		afterDigest, afterID = rows[len(rows)-1].Finding.Digest, rows[len(rows)-1].Finding.ID
 	}
 	return nil
 }
 
-// fleetRow is findingRow with the image: flat, as gorm's Raw().Scan wants.
+// fleetRow is a finding's row with its image. gorm flattens the embedded
+// row's columns, so the one list of a finding's columns (findingRow) serves.
 type fleetRow struct {
-	Image       string
-	ID          int64
-	Digest      string
-	VulnID      string
-	Source      string
-	Severity    int
-	CVSSScore   *float64 `gorm:"column:cvss_score"`
-	CVSSVector  string   `gorm:"column:cvss_vector"`
-	PkgName     string
-	PkgVersion  string
-	PkgType     string
-	PURL        string   `gorm:"column:purl"`
-	FixedIn     []string `gorm:"serializer:json"`
-	Description string
-	URL         string   `gorm:"column:url"`
-	EPSS        *float64 `gorm:"column:epss"`
-	KEV         bool     `gorm:"column:kev"`
-	Risk        float64
-	FirstSeen   time.Time
-	KEVSince    *time.Time `gorm:"column:kev_since"`
-}
-
-func (r fleetRow) finding() report.Finding {
-	return findingRow{VulnID: r.VulnID, Source: r.Source, Severity: r.Severity, CVSSScore: r.CVSSScore, CVSSVector: r.CVSSVector,
-		PkgName: r.PkgName, PkgVersion: r.PkgVersion, PkgType: r.PkgType, PURL: r.PURL, FixedIn: r.FixedIn,
-		Description: r.Description, URL: r.URL, EPSS: r.EPSS, KEV: r.KEV, Risk: r.Risk,
-		FirstSeen: r.FirstSeen, KEVSince: r.KEVSince}.finding()
+	Image   string
+	Finding findingRow `gorm:"embedded"`
 }

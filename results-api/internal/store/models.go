@@ -6,12 +6,17 @@ import (
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 )
 
-type reportRow struct {
+// SummaryColumns are the columns of a report's summary, listed once: the
+// reports table's row (reportRow) and a list query's row (listRow) embed
+// them, and gorm flattens an embedded struct's fields into its parent's
+// columns, for a table's row and for Raw().Scan alike. It is exported only
+// because gorm skips an embedded field whose (type) name is not; nothing
+// outside this package uses it.
+type SummaryColumns struct {
 	Digest       string `gorm:"primaryKey"`
 	Image        string
 	ScannedAt    time.Time
 	StoredAt     time.Time
-	CreatedAt    time.Time `gorm:"autoCreateTime:false"`
 	GrypeVersion string
 	DBBuilt      string `gorm:"column:db_built"`
 	DBSchema     string `gorm:"column:db_schema"`
@@ -25,14 +30,20 @@ type reportRow struct {
 	Unknown      int
 	Fixable      int
 	Findings     int
-	MaxSeverity  int
-	BOMSHA256    []byte `gorm:"column:bom_sha256"`
 	// FindingsSHA256 is the fingerprint of the stored findings rows
-	// (fingerprint); NULL for reports stored before it existed.
+	// (fingerprint); NULL for reports stored before it existed. Lists carry
+	// it for the matcher (an unchanged re-match).
 	FindingsSHA256 []byte `gorm:"column:findings_sha256"`
 	KEV            int    `gorm:"column:kev"`
 	MaxRisk        float64
-	MaxEPSS        *float64 `gorm:"column:max_epss"`
+}
+
+type reportRow struct {
+	SummaryColumns
+	CreatedAt   time.Time `gorm:"autoCreateTime:false"`
+	MaxSeverity int
+	BOMSHA256   []byte   `gorm:"column:bom_sha256"`
+	MaxEPSS     *float64 `gorm:"column:max_epss"`
 	// RiskParsed is false for reports stored before findings carried risk
 	// columns, until BackfillRisk has filled them.
 	RiskParsed bool
@@ -92,16 +103,18 @@ func (scanRow) TableName() string { return "scans" }
 func summaryRow(r *report.Summary, hash, findings []byte) reportRow {
 	matched := r.StoredAt
 	return reportRow{
-		Digest: r.Digest, Image: r.Image, ScannedAt: r.ScannedAt, StoredAt: r.StoredAt, CreatedAt: r.StoredAt,
-		GrypeVersion: r.GrypeVersion, DBBuilt: r.DBBuilt, DBSchema: r.DBSchema, MatchedAt: &matched, Cause: string(r.Cause),
-		Critical: r.Counts.Critical, High: r.Counts.High, Medium: r.Counts.Medium, Low: r.Counts.Low,
-		Negligible: r.Counts.Negligible, Unknown: r.Counts.Unknown,
-		Fixable: r.Fixable, Findings: r.Findings, MaxSeverity: int(r.Counts.Max()), BOMSHA256: hash,
-		FindingsSHA256: findings, KEV: r.KEV, MaxRisk: r.MaxRisk, MaxEPSS: r.MaxEPSS, RiskParsed: true,
+		SummaryColumns: SummaryColumns{
+			Digest: r.Digest, Image: r.Image, ScannedAt: r.ScannedAt, StoredAt: r.StoredAt,
+			GrypeVersion: r.GrypeVersion, DBBuilt: r.DBBuilt, DBSchema: r.DBSchema, MatchedAt: &matched, Cause: string(r.Cause),
+			Critical: r.Counts.Critical, High: r.Counts.High, Medium: r.Counts.Medium, Low: r.Counts.Low,
+			Negligible: r.Counts.Negligible, Unknown: r.Counts.Unknown,
+			Fixable: r.Fixable, Findings: r.Findings, FindingsSHA256: findings, KEV: r.KEV, MaxRisk: r.MaxRisk,
+		},
+		CreatedAt: r.StoredAt, MaxSeverity: int(r.Counts.Max()), BOMSHA256: hash, MaxEPSS: r.MaxEPSS, RiskParsed: true,
 	}
 }
 
-func (r reportRow) summary() report.Summary {
+func (r SummaryColumns) summary() report.Summary {
 	return report.Summary{
 		Digest: r.Digest, Image: r.Image, ScannedAt: r.ScannedAt.UTC(), StoredAt: r.StoredAt.UTC(),
 		GrypeVersion: r.GrypeVersion, DBBuilt: r.DBBuilt, DBSchema: r.DBSchema, MatchedAt: utc(r.MatchedAt),

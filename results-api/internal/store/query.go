@@ -20,47 +20,23 @@ const listSelect = `SELECT r.digest, r.image, r.scanned_at, r.stored_at, r.grype
  s.reason AS s_reason, s.message AS s_message, s.attempt AS s_attempt, s.updated_at AS s_updated_at
  FROM reports r LEFT JOIN scans s ON s.digest = r.digest`
 
-// listRow is flat on purpose: gorm's Raw().Scan does not fill embedded structs.
+// listRow is a report's summary with its scan status (listSelect).
 type listRow struct {
-	Digest       string
-	Image        string
-	ScannedAt    time.Time
-	StoredAt     time.Time
-	GrypeVersion string
-	DBBuilt      string `gorm:"column:db_built"`
-	DBSchema     string `gorm:"column:db_schema"`
-	MatchedAt    *time.Time
-	Cause        string
-	Critical     int
-	High         int
-	Medium       int
-	Low          int
-	Negligible   int
-	Unknown      int
-	Fixable      int
-	Findings     int
-	// FindingsSHA256 is listed for the matcher (an unchanged re-match).
-	FindingsSHA256 []byte `gorm:"column:findings_sha256"`
-	KEV            int    `gorm:"column:kev"`
-	MaxRisk        float64
-	SStatus        *string
-	SImage         *string
-	SNamespace     *string
-	SScanner       *string
-	SJob           *string
-	SReason        *string
-	SMessage       *string
-	SAttempt       *int
-	SUpdatedAt     *time.Time
+	SummaryColumns
+	SStatus    *string
+	SImage     *string
+	SNamespace *string
+	SScanner   *string
+	SJob       *string
+	SReason    *string
+	SMessage   *string
+	SAttempt   *int
+	SUpdatedAt *time.Time
 }
 
 // summary renders l, its scan status redacted for ctx's scope.
 func (l listRow) summary(ctx context.Context) report.Summary {
-	sum := reportRow{Digest: l.Digest, Image: l.Image, ScannedAt: l.ScannedAt, StoredAt: l.StoredAt,
-		GrypeVersion: l.GrypeVersion, DBBuilt: l.DBBuilt, DBSchema: l.DBSchema, MatchedAt: l.MatchedAt, Cause: l.Cause,
-		Critical: l.Critical, High: l.High,
-		Medium: l.Medium, Low: l.Low, Negligible: l.Negligible, Unknown: l.Unknown, Fixable: l.Fixable,
-		Findings: l.Findings, FindingsSHA256: l.FindingsSHA256, KEV: l.KEV, MaxRisk: l.MaxRisk}.summary()
+	sum := l.SummaryColumns.summary()
 	if l.SStatus != nil {
 		sum.Scan = &report.ScanStatus{
 			Digest: l.Digest, Image: deref(l.SImage), Namespace: deref(l.SNamespace), Scanner: deref(l.SScanner),

@@ -5,19 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
+
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/hostlock"
 )
 
 // ErrBusy: another stack on this machine runs kube-proxy now.
 var ErrBusy = errors.New("another stack on this machine runs kube-proxy (its iptables chains are machine-wide, so one stack at a time routes Services)")
 
 // lockFile is beside the node networks' locks (package node).
-var lockFile = filepath.Join(os.TempDir(), "crowsnest-node-locks", "kube-proxy")
+var lockFile = filepath.Join(hostlock.Dir, "kube-proxy")
 
 // kubeletFirewallChain is the kubelet's chain, which kube-proxy also
 // creates and never removes.
@@ -45,25 +44,6 @@ func isProxyChain(name string) bool {
 	return false
 }
 
-func takeLock() (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(lockFile), 0o700); err != nil {
-		return nil, fmt.Errorf("kube-proxy lock: %w", err)
-	}
-	f, err := os.OpenFile(lockFile, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("kube-proxy lock: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(lockFile)
-		_ = f.Close()
-		return nil, fmt.Errorf("%w (pid %s holds %s)", ErrBusy, strings.TrimSpace(string(holder)), lockFile)
-	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	return f, nil
-}
-
 // Leftovers lists what kube-proxy leaves in the host's rules, IPv4 and IPv6:
 // each chain of kube-proxy's, each rule that jumps to one, and each rule
 // that names an address in cidrs (the stack's Pod subnet and Service CIDR).
@@ -75,14 +55,7 @@ func Leftovers(cidrs ...*net.IPNet) ([]string, error) { return dumpLeftovers(tru
 func Naming(cidrs ...*net.IPNet) ([]string, error) { return dumpLeftovers(false, cidrs) }
 
 // Held tells whether a stack on this machine runs kube-proxy now.
-func Held() bool {
-	f, err := os.OpenFile(lockFile, os.O_RDWR, 0)
-	if err != nil {
-		return false
-	}
-	defer f.Close() // releases the lock if we took it
-	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil
-}
+func Held() bool { return hostlock.Held(lockFile) }
 
 func dumpLeftovers(chains bool, cidrs []*net.IPNet) ([]string, error) {
 	var out []string

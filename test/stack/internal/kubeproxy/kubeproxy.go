@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/hostlock"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/proc"
 )
 
@@ -37,7 +38,7 @@ type Config struct {
 type KubeProxy struct {
 	c    Config
 	p    *proc.Process
-	lock *os.File
+	lock *hostlock.Lock
 	// ownFirewall: the families (iptables, ip6tables) where the
 	// KUBE-FIREWALL chain (the kubelet's, which kube-proxy copies into both)
 	// is this kube-proxy's, so Stop removes it there.
@@ -86,16 +87,12 @@ func Start(ctx context.Context, c Config) (_ *KubeProxy, err error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("kube-proxy needs root (it writes the host's iptables rules)")
 	}
-	lock, err := takeLock()
-	for deadline := time.Now().Add(c.WaitForLock); errors.Is(err, ErrBusy) && time.Now().Before(deadline); lock, err = takeLock() {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(2 * time.Second):
-		}
+	lock, err := hostlock.Take(ctx, lockFile, c.WaitForLock)
+	if errors.Is(err, hostlock.ErrBusy) {
+		return nil, fmt.Errorf("%w: %w", ErrBusy, err)
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kube-proxy lock: %w", err)
 	}
 	k := &KubeProxy{c: c, lock: lock}
 	defer func() {
@@ -176,7 +173,7 @@ func (k *KubeProxy) Stop() error {
 	} else if len(left) > 0 {
 		errs = append(errs, fmt.Errorf("kube-proxy rules left after cleanup: %v", left))
 	}
-	_ = k.lock.Close()
+	k.lock.Release()
 	k.lock = nil
 	return errors.Join(errs...)
 }

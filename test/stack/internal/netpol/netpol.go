@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -17,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/hostlock"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/proc"
 )
 
@@ -27,7 +26,7 @@ const User = "crowsnest:kube-router"
 var ErrBusy = errors.New("another stack on this machine enforces NetworkPolicies (kube-router's chains and ipsets are machine-wide)")
 
 // lockFile is beside kube-proxy's and the node networks' locks.
-var lockFile = filepath.Join(os.TempDir(), "crowsnest-node-locks", "kube-router")
+var lockFile = filepath.Join(hostlock.Dir, "kube-router")
 
 // Config describes the enforcer of one node.
 type Config struct {
@@ -50,7 +49,7 @@ type Config struct {
 type Enforcer struct {
 	c    Config
 	p    *proc.Process
-	lock *os.File
+	lock *hostlock.Lock
 }
 
 // args are kube-router's flags: the firewall alone, IPv4, no health or
@@ -69,16 +68,12 @@ func Start(ctx context.Context, c Config) (_ *Enforcer, err error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("kube-router needs root (it writes the host's iptables rules and ipsets)")
 	}
-	lock, err := takeLock()
-	for deadline := time.Now().Add(c.WaitForLock); errors.Is(err, ErrBusy) && time.Now().Before(deadline); lock, err = takeLock() {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(2 * time.Second):
-		}
+	lock, err := hostlock.Take(ctx, lockFile, c.WaitForLock)
+	if errors.Is(err, hostlock.ErrBusy) {
+		return nil, fmt.Errorf("%w: %w", ErrBusy, err)
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kube-router lock: %w", err)
 	}
 	e := &Enforcer{c: c, lock: lock}
 	defer func() {
@@ -142,7 +137,7 @@ func (e *Enforcer) Stop() error {
 	} else if len(left) > 0 {
 		errs = append(errs, fmt.Errorf("kube-router rules left after cleanup: %v", left))
 	}
-	_ = e.lock.Close()
+	e.lock.Release()
 	e.lock = nil
 	return errors.Join(errs...)
 }
@@ -173,23 +168,4 @@ func Grant(ctx context.Context, c kubernetes.Interface) error {
 		return fmt.Errorf("create ClusterRoleBinding %s: %w", User, err)
 	}
 	return nil
-}
-
-func takeLock() (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(lockFile), 0o700); err != nil {
-		return nil, fmt.Errorf("kube-router lock: %w", err)
-	}
-	f, err := os.OpenFile(lockFile, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("kube-router lock: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(lockFile)
-		_ = f.Close()
-		return nil, fmt.Errorf("%w (pid %s holds %s)", ErrBusy, strings.TrimSpace(string(holder)), lockFile)
-	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	return f, nil
 }
