@@ -343,8 +343,9 @@ fixtures: ## Regenerate results-api/testdata/grype: real Grype output from offli
 	$(BIN)/fixtures --grype $(BIN)/grype --out results-api/testdata/grype --go-src hack/tools/grype/testdata/gobinary
 
 .PHONY: verify
-verify: ## Fail when generated files are stale, a go.mod is missed by the module list or untidy, version pins disagree, or a workflow fails actionlint.
+verify: ## Fail when generated files are stale, a go.mod is missed by the module list or untidy, a module breaks the layering rules (docs/architecture.md), version pins disagree, or a workflow fails actionlint.
 	hack/verify-modules.sh
+	hack/verify-imports.sh
 	$(MAKE) generate
 	$(MAKE) lint-openapi
 	$(MAKE) lint-actions
