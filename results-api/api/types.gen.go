@@ -1001,6 +1001,30 @@ type ScanStatus struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
+// ServedVulnDB defines model for ServedVulnDB.
+type ServedVulnDB struct {
+	// AgeSeconds Seconds since the DB was built.
+	AgeSeconds int64 `json:"ageSeconds"`
+
+	// AnnouncedAt When the matcher announced it (the event's time).
+	AnnouncedAt time.Time `json:"announcedAt"`
+
+	// Built The DB's build time.
+	Built time.Time `json:"built"`
+
+	// Checksum Its archive checksum, e.g. sha256:<hex>.
+	Checksum string `json:"checksum"`
+
+	// GrypeVersion The matcher's Grype release, when its announcement names it.
+	GrypeVersion *string `json:"grypeVersion,omitempty"`
+
+	// Schema Example: v6.1.10
+	Schema string `json:"schema"`
+
+	// Source The listing URL it was fetched from
+	Source string `json:"source"`
+}
+
 // Severity defines model for Severity.
 type Severity string
 
@@ -1129,6 +1153,17 @@ type VulnDBBatchResult struct {
 	Recorded int `json:"recorded"`
 }
 
+// VulnDBBuildCount defines model for VulnDBBuildCount.
+type VulnDBBuildCount struct {
+	// Built The DB build time as the reports record it (RFC 3339), "" for reports that named no DB.
+	Built string `json:"built"`
+
+	// Current This is the served DB's build.
+	Current bool   `json:"current"`
+	Reports int    `json:"reports"`
+	Schema  string `json:"schema"`
+}
+
 // VulnDBRecord defines model for VulnDBRecord.
 type VulnDBRecord struct {
 	// Built The DB's build time (RFC 3339).
@@ -1136,6 +1171,18 @@ type VulnDBRecord struct {
 
 	// Schema Example: v6.0.2
 	Schema string `json:"schema"`
+}
+
+// VulnDBStatus defines model for VulnDBStatus.
+type VulnDBStatus struct {
+	Builds []VulnDBBuildCount `json:"builds"`
+
+	// Reports Reports the caller may read (the sum of builds' reports).
+	Reports int           `json:"reports"`
+	Served  *ServedVulnDB `json:"served,omitempty"`
+
+	// Stale Of those
+	Stale int `json:"stale"`
 }
 
 // Vulnerability defines model for Vulnerability.
@@ -1392,6 +1439,18 @@ type PutReportParams struct {
 	// Image Image reference repository@sha256:... . Falls back to the BOM's metadata component.
 	Image           *string                         `form:"image,omitempty" json:"image,omitempty"`
 	ContentEncoding *PutReportParamsContentEncoding `json:"Content-Encoding,omitempty"`
+
+	// XCrowsnestDBBuilt Build time (RFC 3339) of the Grype DB the report was matched
+	// against: the scan Job's uploader sends it from Grype's own JSON
+	// report (descriptor.db.status.built). With X-Crowsnest-DB-Schema,
+	// both or neither; it wins over the BOM's grype:db:built property.
+	// A bad value is refused with 400 invalid_vulndb and nothing is
+	// stored; without both the report's DB is recorded from the BOM, or
+	// as unknown.
+	XCrowsnestDBBuilt *time.Time `json:"X-Crowsnest-DB-Built,omitempty"`
+
+	// XCrowsnestDBSchema Schema version of that DB (descriptor.db.status.schemaVersion), e.g. v6.1.10.
+	XCrowsnestDBSchema *string `json:"X-Crowsnest-DB-Schema,omitempty"`
 }
 
 // PutReportParamsContentEncoding defines parameters for PutReport.

@@ -12,6 +12,9 @@ import (
 // (within the reader's scope).
 type FleetFinding struct {
 	Image, Digest string
+	// The report's provenance: the Grype release and DB its findings
+	// were matched with ("" when the report named none).
+	GrypeVersion, DBBuilt, DBSchema string
 	report.Finding
 	RunningIn []report.Workload
 }
@@ -72,7 +75,7 @@ func (s *Store) WalkFleetFindings(ctx context.Context, q FleetQuery, page int, f
 		}
 		n := min(page, left)
 		var rows []fleetRow
-		sql := `SELECT r.image, f.id, f.digest, f.vuln_id, f.source, f.severity, f.cvss_score, f.cvss_vector,
+		sql := `SELECT r.image, r.grype_version, r.db_built, r.db_schema, f.id, f.digest, f.vuln_id, f.source, f.severity, f.cvss_score, f.cvss_vector,
  f.pkg_name, f.pkg_version, f.pkg_type, f.purl, f.fixed_in, f.description, f.url, f.epss, f.kev, f.risk,
  f.first_seen, f.kev_since FROM findings f, reports r` + whereSQL(where) + ` ORDER BY f.digest, f.id LIMIT ?`
 		if err := s.db.WithContext(ctx).Raw(sql, append(args, n)...).Scan(&rows).Error; err != nil {
@@ -100,7 +103,8 @@ func (s *Store) WalkFleetFindings(ctx context.Context, q FleetQuery, page int, f
 		running = next
 		out := make([]FleetFinding, len(rows))
 		for i, r := range rows {
-			out[i] = FleetFinding{Image: r.Image, Digest: r.Digest, Finding: r.finding(), RunningIn: running[r.Digest]}
+			out[i] = FleetFinding{Image: r.Image, Digest: r.Digest, GrypeVersion: r.GrypeVersion, DBBuilt: r.DBBuilt, DBSchema: r.DBSchema,
+				Finding: r.finding(), RunningIn: running[r.Digest]}
 		}
 		if err := fn(out); err != nil {
 			return err
@@ -116,26 +120,29 @@ func (s *Store) WalkFleetFindings(ctx context.Context, q FleetQuery, page int, f
 
 // fleetRow is findingRow with the image: flat, as gorm's Raw().Scan wants.
 type fleetRow struct {
-	Image       string
-	ID          int64
-	Digest      string
-	VulnID      string
-	Source      string
-	Severity    int
-	CVSSScore   *float64 `gorm:"column:cvss_score"`
-	CVSSVector  string   `gorm:"column:cvss_vector"`
-	PkgName     string
-	PkgVersion  string
-	PkgType     string
-	PURL        string   `gorm:"column:purl"`
-	FixedIn     []string `gorm:"serializer:json"`
-	Description string
-	URL         string   `gorm:"column:url"`
-	EPSS        *float64 `gorm:"column:epss"`
-	KEV         bool     `gorm:"column:kev"`
-	Risk        float64
-	FirstSeen   time.Time
-	KEVSince    *time.Time `gorm:"column:kev_since"`
+	Image        string
+	GrypeVersion string
+	DBBuilt      string `gorm:"column:db_built"`
+	DBSchema     string `gorm:"column:db_schema"`
+	ID           int64
+	Digest       string
+	VulnID       string
+	Source       string
+	Severity     int
+	CVSSScore    *float64 `gorm:"column:cvss_score"`
+	CVSSVector   string   `gorm:"column:cvss_vector"`
+	PkgName      string
+	PkgVersion   string
+	PkgType      string
+	PURL         string   `gorm:"column:purl"`
+	FixedIn      []string `gorm:"serializer:json"`
+	Description  string
+	URL          string   `gorm:"column:url"`
+	EPSS         *float64 `gorm:"column:epss"`
+	KEV          bool     `gorm:"column:kev"`
+	Risk         float64
+	FirstSeen    time.Time
+	KEVSince     *time.Time `gorm:"column:kev_since"`
 }
 
 func (r fleetRow) finding() report.Finding {
