@@ -880,10 +880,10 @@ type ReportSummary struct {
 	Cause  Cause          `json:"cause"`
 	Counts SeverityCounts `json:"counts"`
 
-	// DbBuilt Grype DB build time (RFC 3339) when the BOM (or a later PUT .../vulndb) says, else empty.
+	// DbBuilt Grype DB build time (RFC 3339) the findings were matched against: from the scan upload's X-Crowsnest-DB-Built header, the BOM's grype:db:built property (re-matches) or a later PUT .../vulndb; empty when none said ("unknown").
 	DbBuilt string `json:"dbBuilt"`
 
-	// DbSchema Grype DB schema version when the BOM (or a later PUT .../vulndb) says.
+	// DbSchema Grype DB schema version of that DB (X-Crowsnest-DB-Schema, the BOM or PUT .../vulndb).
 	DbSchema *string `json:"dbSchema,omitempty"`
 
 	// Digest Example: sha256:3f1e1d9c5b7a2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6c8d0e2f
@@ -1021,7 +1021,7 @@ type ServedVulnDB struct {
 	// Schema Example: v6.1.10
 	Schema string `json:"schema"`
 
-	// Source The listing URL it was fetched from
+	// Source The listing URL it was fetched from, or "import" for an air-gap import.
 	Source string `json:"source"`
 }
 
@@ -1181,7 +1181,7 @@ type VulnDBStatus struct {
 	Reports int           `json:"reports"`
 	Served  *ServedVulnDB `json:"served,omitempty"`
 
-	// Stale Of those
+	// Stale Of those, the reports not matched against the served DB build (0 when served is absent).
 	Stale int `json:"stale"`
 }
 

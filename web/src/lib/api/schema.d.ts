@@ -678,7 +678,7 @@ export interface components {
             grypeVersion: string;
             /** @description Grype DB build time (RFC 3339) the findings were matched against: from the scan upload's X-Crowsnest-DB-Built header, the BOM's grype:db:built property (re-matches) or a later PUT .../vulndb; empty when none said ("unknown"). */
             dbBuilt: string;
-            /** @description Grype DB schema version of that DB (X-Crowsnest-DB-Schema */
+            /** @description Grype DB schema version of that DB (X-Crowsnest-DB-Schema, the BOM or PUT .../vulndb). */
             dbSchema?: string;
             /**
              * Format: date-time
@@ -1178,7 +1178,7 @@ export interface components {
             builds: components["schemas"]["VulnDBBuildCount"][];
             /** @description Reports the caller may read (the sum of builds' reports). */
             reports: number;
-            /** @description Of those */
+            /** @description Of those, the reports not matched against the served DB build (0 when served is absent). */
             stale: number;
         };
         ServedVulnDB: {
@@ -1191,7 +1191,7 @@ export interface components {
             schema: string;
             /** @description Its archive checksum, e.g. sha256:<hex>. */
             checksum: string;
-            /** @description The listing URL it was fetched from */
+            /** @description The listing URL it was fetched from, or "import" for an air-gap import. */
             source: string;
             /** @description The matcher's Grype release, when its announcement names it. */
             grypeVersion?: string;
