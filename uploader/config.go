@@ -21,6 +21,7 @@ const DefaultTokenFile = scan.TokenFile
 // environment variables as defaults.
 type Config struct {
 	BOMFile     string
+	GrypeJSON   string // Grype's JSON report of the same scan; empty: no DB provenance
 	APIURL      string
 	Digest      string
 	Image       string
@@ -70,6 +71,7 @@ func parseConfig(args []string, env func(string) string, out io.Writer) (Config,
 	}
 	var attempts int64
 	str(&c.BOMFile, "bom-file", "CROWSNEST_BOM_FILE", "", "path of the CycloneDX JSON report Grype wrote (required)")
+	str(&c.GrypeJSON, "grype-json", "CROWSNEST_GRYPE_JSON", "", "path of Grype's JSON report of the same scan (-o json=FILE): the DB build and schema it names are sent with the report; unreadable, the report is sent without them")
 	str(&c.APIURL, "api-url", "CROWSNEST_API_URL", "", "results-api base URL, e.g. http://crowsnest-results-api:8080 (required)")
 	str(&c.Digest, "digest", "CROWSNEST_DIGEST", "", "image digest the report belongs to, sha256:<64 hex> (required)")
 	str(&c.Image, "image", "CROWSNEST_IMAGE", "", "image reference repo@sha256:... sent along with the report")
@@ -128,7 +130,9 @@ const usageHeader = `Usage: uploader [flags]
 
 Uploads the CycloneDX JSON report Grype wrote to Crowsnest's results-api:
 PUT {api-url}/api/v1/reports/{digest}?image={image}, gzip-compressed, with
-"Authorization: Bearer <token from --token-file>". Connection errors and 5xx
+"Authorization: Bearer <token from --token-file>" and, with --grype-json, the
+Grype DB the scan matched against (X-Crowsnest-DB-Built, X-Crowsnest-DB-Schema
+from the JSON report's descriptor.db.status). Connection errors and 5xx
 answers are retried with exponential backoff and full jitter until
 --max-attempts or --deadline; 4xx answers are final. Logs are JSON lines on
 stderr; the token and the report body are never logged.

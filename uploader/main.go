@@ -71,13 +71,23 @@ func upload(ctx context.Context, cfg Config, log *slog.Logger) int {
 		log.Error("invalid configuration", "error", err.Error())
 		return scan.ExitUsage
 	}
+	var db provenance
+	if cfg.GrypeJSON != "" {
+		// A report without its DB is still worth storing (as matched
+		// against an unknown DB): warn, do not fail the scan.
+		if db, err = readProvenance(cfg.GrypeJSON); err != nil {
+			log.Warn("DB provenance unreadable, uploading without it", "grype_json", cfg.GrypeJSON, "error", err.Error())
+		}
+	}
 	log.Info("uploading report", "bom_file", cfg.BOMFile, "bytes", len(report), "gzip_bytes", len(body),
-		"api_url", cfg.APIURL, "max_attempts", cfg.MaxAttempts, "deadline", cfg.Deadline.String())
+		"api_url", cfg.APIURL, "max_attempts", cfg.MaxAttempts, "deadline", cfg.Deadline.String(),
+		"db_built", db.builtString(), "db_schema", db.Schema)
 	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
 	defer cancel()
 	u := &uploader{
 		client:      &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
 		endpoint:    endpoint,
+		db:          db,
 		token:       token,
 		timeout:     cfg.Timeout,
 		maxAttempts: cfg.MaxAttempts,

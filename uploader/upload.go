@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/crowsnest-dev/crowsnest/api/scan"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -25,7 +27,8 @@ var (
 // uploader PUTs one gzipped report, retrying transient failures.
 type uploader struct {
 	client      *http.Client
-	endpoint    string // full PUT URL
+	endpoint    string     // full PUT URL
+	db          provenance // sent as headers when known
 	token       string
 	timeout     time.Duration
 	maxAttempts int
@@ -103,6 +106,10 @@ func (u *uploader) attempt(ctx context.Context, body []byte) (status int, sum su
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Authorization", "Bearer "+u.token)
 	req.Header.Set("User-Agent", "crowsnest-uploader")
+	if !u.db.Built.IsZero() {
+		req.Header.Set(scan.HeaderDBBuilt, u.db.builtString())
+		req.Header.Set(scan.HeaderDBSchema, u.db.Schema)
+	}
 	resp, err := u.client.Do(req)
 	if err != nil {
 		// Connection refused/reset, DNS, TLS or the attempt timeout: transient.

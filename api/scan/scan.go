@@ -20,6 +20,10 @@ const (
 	ScanDir = "/scan"
 	// BOMFile is where Grype writes its CycloneDX report.
 	BOMFile = ScanDir + "/bom.json"
+	// GrypeJSONFile is Grype's own JSON report of the same scan: the
+	// uploader reads the DB build and schema Grype matched against from
+	// its descriptor (descriptor.db.status) and sends them with the BOM.
+	GrypeJSONFile = ScanDir + "/grype.json"
 	// TokenDir holds the projected service-account token volume.
 	TokenDir = "/var/run/secrets/crowsnest/token"
 	// TokenFile is the projected token the uploader presents.
@@ -31,6 +35,16 @@ const (
 )
 
 // The projected token the uploader presents to results-api.
+// Headers of the uploader's PUT: the Grype DB the report was matched
+// against, as Grype's JSON report names it. results-api validates and
+// stores them (a report without them records an unknown DB).
+const (
+	// HeaderDBBuilt is the DB's build time, RFC 3339.
+	HeaderDBBuilt = "X-Crowsnest-DB-Built"
+	// HeaderDBSchema is the DB's schema version, e.g. v6.1.10.
+	HeaderDBSchema = "X-Crowsnest-DB-Schema"
+)
+
 const (
 	// TokenAudience is the token's audience; results-api accepts no other.
 	TokenAudience = "crowsnest-results-api"

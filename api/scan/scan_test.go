@@ -28,6 +28,9 @@ func TestContractPinned(t *testing.T) {
 	strs := map[string][2]string{
 		"ScanDir":          {scan.ScanDir, "/scan"},
 		"BOMFile":          {scan.BOMFile, "/scan/bom.json"},
+		"GrypeJSONFile":    {scan.GrypeJSONFile, "/scan/grype.json"},
+		"HeaderDBBuilt":    {scan.HeaderDBBuilt, "X-Crowsnest-DB-Built"},
+		"HeaderDBSchema":   {scan.HeaderDBSchema, "X-Crowsnest-DB-Schema"},
 		"TokenDir":         {scan.TokenDir, "/var/run/secrets/crowsnest/token"},
 		"TokenFile":        {scan.TokenFile, "/var/run/secrets/crowsnest/token/token"},
 		"DBCacheDir":       {scan.DBCacheDir, "/var/cache/grype/db"},

@@ -880,10 +880,10 @@ type ReportSummary struct {
 	Cause  Cause          `json:"cause"`
 	Counts SeverityCounts `json:"counts"`
 
-	// DbBuilt Grype DB build time (RFC 3339) when the BOM (or a later PUT .../vulndb) says, else empty.
+	// DbBuilt Grype DB build time (RFC 3339) the findings were matched against: from the scan upload's X-Crowsnest-DB-Built header, the BOM's grype:db:built property (re-matches) or a later PUT .../vulndb; empty when none said ("unknown").
 	DbBuilt string `json:"dbBuilt"`
 
-	// DbSchema Grype DB schema version when the BOM (or a later PUT .../vulndb) says.
+	// DbSchema Grype DB schema version of that DB (X-Crowsnest-DB-Schema, the BOM or PUT .../vulndb).
 	DbSchema *string `json:"dbSchema,omitempty"`
 
 	// Digest Example: sha256:3f1e1d9c5b7a2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6c8d0e2f
@@ -999,6 +999,30 @@ type ScanStatus struct {
 	Scanner   string    `json:"scanner"`
 	Status    ScanState `json:"status"`
 	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// ServedVulnDB defines model for ServedVulnDB.
+type ServedVulnDB struct {
+	// AgeSeconds Seconds since the DB was built.
+	AgeSeconds int64 `json:"ageSeconds"`
+
+	// AnnouncedAt When the matcher announced it (the event's time).
+	AnnouncedAt time.Time `json:"announcedAt"`
+
+	// Built The DB's build time.
+	Built time.Time `json:"built"`
+
+	// Checksum Its archive checksum, e.g. sha256:<hex>.
+	Checksum string `json:"checksum"`
+
+	// GrypeVersion The matcher's Grype release, when its announcement names it.
+	GrypeVersion *string `json:"grypeVersion,omitempty"`
+
+	// Schema Example: v6.1.10
+	Schema string `json:"schema"`
+
+	// Source The listing URL it was fetched from, or "import" for an air-gap import.
+	Source string `json:"source"`
 }
 
 // Severity defines model for Severity.
@@ -1129,6 +1153,17 @@ type VulnDBBatchResult struct {
 	Recorded int `json:"recorded"`
 }
 
+// VulnDBBuildCount defines model for VulnDBBuildCount.
+type VulnDBBuildCount struct {
+	// Built The DB build time as the reports record it (RFC 3339), "" for reports that named no DB.
+	Built string `json:"built"`
+
+	// Current This is the served DB's build.
+	Current bool   `json:"current"`
+	Reports int    `json:"reports"`
+	Schema  string `json:"schema"`
+}
+
 // VulnDBRecord defines model for VulnDBRecord.
 type VulnDBRecord struct {
 	// Built The DB's build time (RFC 3339).
@@ -1136,6 +1171,18 @@ type VulnDBRecord struct {
 
 	// Schema Example: v6.0.2
 	Schema string `json:"schema"`
+}
+
+// VulnDBStatus defines model for VulnDBStatus.
+type VulnDBStatus struct {
+	Builds []VulnDBBuildCount `json:"builds"`
+
+	// Reports Reports the caller may read (the sum of builds' reports).
+	Reports int           `json:"reports"`
+	Served  *ServedVulnDB `json:"served,omitempty"`
+
+	// Stale Of those, the reports not matched against the served DB build (0 when served is absent).
+	Stale int `json:"stale"`
 }
 
 // Vulnerability defines model for Vulnerability.
@@ -1392,6 +1439,18 @@ type PutReportParams struct {
 	// Image Image reference repository@sha256:... . Falls back to the BOM's metadata component.
 	Image           *string                         `form:"image,omitempty" json:"image,omitempty"`
 	ContentEncoding *PutReportParamsContentEncoding `json:"Content-Encoding,omitempty"`
+
+	// XCrowsnestDBBuilt Build time (RFC 3339) of the Grype DB the report was matched
+	// against: the scan Job's uploader sends it from Grype's own JSON
+	// report (descriptor.db.status.built). With X-Crowsnest-DB-Schema,
+	// both or neither; it wins over the BOM's grype:db:built property.
+	// A bad value is refused with 400 invalid_vulndb and nothing is
+	// stored; without both the report's DB is recorded from the BOM, or
+	// as unknown.
+	XCrowsnestDBBuilt *time.Time `json:"X-Crowsnest-DB-Built,omitempty"`
+
+	// XCrowsnestDBSchema Schema version of that DB (descriptor.db.status.schemaVersion), e.g. v6.1.10.
+	XCrowsnestDBSchema *string `json:"X-Crowsnest-DB-Schema,omitempty"`
 }
 
 // PutReportParamsContentEncoding defines parameters for PutReport.

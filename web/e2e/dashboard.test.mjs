@@ -12,6 +12,8 @@ import { saveScreenshot } from './screenshots.mjs';
 
 const SEVS = ['critical', 'high', 'medium', 'low', 'negligible', 'unknown'];
 const T = 15_000;
+// The DB the fixtures were scanned against (results-api/testdata/grype/clean.grype.json).
+const DB_HEADERS = { 'X-Crowsnest-DB-Built': '2026-11-01T00:00:00Z', 'X-Crowsnest-DB-Schema': 'v6.1.10' };
 
 describe('dashboard against a real results-api', { timeout: 300_000 }, () => {
   let tmp, pg, api, browser, page, seeded, liveOne;
@@ -41,7 +43,8 @@ describe('dashboard against a real results-api', { timeout: 300_000 }, () => {
       }
     }
     for (const f of seeded) {
-      const summary = await putReport(api, f.digest, f.image, f.raw);
+      // As the scan Job's uploader sends them: the DB Grype matched against.
+      const summary = await putReport(api, f.digest, f.image, f.raw, DB_HEADERS);
       assert.deepEqual(summary.counts, f.expected.counts, `server counts for ${f.file}`);
     }
     browser = await launch();
@@ -136,6 +139,10 @@ describe('dashboard against a real results-api', { timeout: 300_000 }, () => {
       await until(async () => (await rows.count()) === f.expected.counts[worst], `only ${worst} findings`);
       await page.selectOption('main form select', '');
     }
+    assert.equal(
+      (await page.getByTestId('provenance').innerText()).trim(),
+      'Grype 0.121.2, DB built 2026-11-01 00:00:00 UTC (schema v6.1.10)',
+    );
     const bomHref = await page.getByText('Download CycloneDX BOM').getAttribute('href');
     const bom = Buffer.from(await (await fetch(`${api.base}${bomHref}`)).arrayBuffer());
     assert.ok(bom.equals(f.raw), 'BOM download is byte-for-byte the upload');
@@ -183,6 +190,11 @@ describe('dashboard against a real results-api', { timeout: 300_000 }, () => {
     assert.equal(stats.images, seeded.length + 1);
     await until(async () => (await page.getByTestId('stat-images').innerText()).startsWith(String(stats.images)), 'images tile');
     assert.ok((await page.getByTestId('stat-findings').innerText()).startsWith(String(stats.findings)));
+    // No matcher has announced a DB here: the DB-age tile says so.
+    const vulndb = await getJson(api, '/api/v1/vulndb');
+    assert.equal(vulndb.served, undefined);
+    assert.equal(vulndb.builds.find((b) => b.built === DB_HEADERS['X-Crowsnest-DB-Built'])?.reports, seeded.length);
+    await until(async () => (await page.getByTestId('stat-db-age').innerText()).startsWith('unknown'), 'DB age tile');
     await saveScreenshot(page, 'overview');
     await page.click('button[aria-label^="Switch to dark"]');
     await saveScreenshot(page, 'overview-dark');

@@ -182,10 +182,10 @@ export async function startResultsApi(bin, databaseUrl, extraArgs = [], opts = {
 }
 
 /** PUTs a CycloneDX document as results-api's uploader would. */
-export async function putReport(api, digest, image, body) {
+export async function putReport(api, digest, image, body, headers = {}) {
   const res = await fetch(`${api.base}/api/v1/reports/${digest}?image=${encodeURIComponent(image)}`, {
     method: 'PUT',
-    headers: { Authorization: `Bearer ${api.token}`, 'Content-Type': 'application/vnd.cyclonedx+json' },
+    headers: { Authorization: `Bearer ${api.token}`, 'Content-Type': 'application/vnd.cyclonedx+json', ...headers },
     body,
   });
   if (res.status !== 200 && res.status !== 201) throw new Error(`PUT ${digest}: ${res.status} ${await res.text()}`);

@@ -103,6 +103,9 @@ type VulnDBUpdated struct {
 	// PreviousBuilt is the build time of the DB it replaced; absent for
 	// the first DB.
 	PreviousBuilt *time.Time `json:"previousBuilt,omitempty"`
+	// GrypeVersion is the Grype release the matcher matches with, when it
+	// says (added in issue 31; older matchers leave it out).
+	GrypeVersion string `json:"grypeVersion,omitempty"`
 }
 
 // RematchDone is published by the matcher on crowsnest.rematch.done when it

@@ -39,6 +39,11 @@ const ConsumerResultsAPIScans = "results-api-scans"
 // crowsnest.inventory.snapshot.
 const ConsumerResultsAPIInventory = "results-api-inventory"
 
+// ConsumerResultsAPIVulnDB is results-api's durable consumer of
+// crowsnest.vulndb.updated: the DB the matcher serves, for GET
+// /api/v1/vulndb.
+const ConsumerResultsAPIVulnDB = "results-api-vulndb"
+
 // ConsumerNotifier is the notifier's durable consumer of findings.changed,
 // inventory.snapshot and job.done (several filter subjects, so nats.go
 // creates it on $JS.API.CONSUMER.CREATE.CROWSNEST.notifier).
@@ -49,7 +54,7 @@ const ConsumerNotifier = "notifier"
 // reset, unpin or delete a consumer by one of these names; a tool names its
 // own consumers anything else. A service that adds a durable consumer adds
 // its name here.
-var ServiceConsumers = []string{ConsumerResultsAPIScans, ConsumerResultsAPIInventory, ConsumerOperatorReportDeleted, ConsumerNotifier}
+var ServiceConsumers = []string{ConsumerResultsAPIScans, ConsumerResultsAPIInventory, ConsumerResultsAPIVulnDB, ConsumerOperatorReportDeleted, ConsumerNotifier}
 
 // JetStream API subjects of the CROWSNEST stream (see the NATS JetStream
 // wire API reference, and nats-server's jetstream_api.go for the verbs).
@@ -150,10 +155,11 @@ func Permissions(u User) Permission {
 		sub = []string{inbox}
 	case UserResultsAPI:
 		pub = append(append(pub, "crowsnest.report.>", SubjectFindingsChanged), stream...)
-		// The operator's events, through its two durable consumers (both
-		// set FilterSubjects).
+		// The operator's events and the matcher's DB announcements,
+		// through its three durable consumers (each sets FilterSubjects).
 		pub = append(pub, ownConsumer(ConsumerResultsAPIScans, "")...)
 		pub = append(pub, ownConsumer(ConsumerResultsAPIInventory, "")...)
+		pub = append(pub, ownConsumer(ConsumerResultsAPIVulnDB, "")...)
 		sub = []string{inbox, StreamSubjects} // every replica fans every event out to its WebSocket clients
 	case UserMatcher:
 		pub = append(append(pub, SubjectVulnDBUpdated, SubjectRematchDone), stream...)
@@ -189,7 +195,7 @@ func owns(u User, c string) bool {
 	switch c {
 	case ConsumerOperatorReportDeleted:
 		return u == UserOperator
-	case ConsumerResultsAPIScans, ConsumerResultsAPIInventory:
+	case ConsumerResultsAPIScans, ConsumerResultsAPIInventory, ConsumerResultsAPIVulnDB:
 		return u == UserResultsAPI
 	case ConsumerNotifier:
 		return u == UserNotifier

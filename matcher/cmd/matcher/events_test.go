@@ -225,7 +225,8 @@ func TestServeRematchAndEvents(t *testing.T) {
 	// DB 1 is the DB the fixtures were matched with: nothing changes.
 	uploadDB(t, s.base, admin, advisory.Real, built)
 	evs := waitEvents(t, r, 1, 1)
-	if p := vulnDBUpdated(t, ofType(evs, eventsv1.TypeVulnDBUpdated)[0]); !p.Built.Equal(built) || p.Source != events.SourceImport || p.PreviousBuilt != nil {
+	if p := vulnDBUpdated(t, ofType(evs, eventsv1.TypeVulnDBUpdated)[0]); !p.Built.Equal(built) || p.Source != events.SourceImport || p.PreviousBuilt != nil ||
+		p.GrypeVersion != "0.121.2" {
 		t.Errorf("first vulndb.updated %+v", p)
 	}
 	checkDone(t, ofType(evs, eventsv1.TypeRematchDone)[0], built, 5, 0, 5, 0)

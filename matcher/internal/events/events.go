@@ -18,7 +18,8 @@ const SourceImport = "import"
 // (nil for the first DB). Its id and time derive from the DB alone, so the
 // same activation always gives the same event.
 func VulnDBUpdated(db vulndb.DB, prev *vulndb.DB) (eventsv1.Event, error) {
-	p := eventsv1.VulnDBUpdated{Built: db.Built.UTC(), Schema: db.Schema, Checksum: db.Checksum, Source: db.Source}
+	p := eventsv1.VulnDBUpdated{Built: db.Built.UTC(), Schema: db.Schema, Checksum: db.Checksum, Source: db.Source,
+		GrypeVersion: rematch.GrypeVersion()}
 	if db.Source == "upload" || db.Source == "file" || db.Source == "" {
 		p.Source = SourceImport
 	}

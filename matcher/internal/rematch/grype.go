@@ -60,6 +60,10 @@ func identification() clio.Identification {
 	return clio.Identification{Name: "grype", Version: v}
 }
 
+// GrypeVersion is the Grype release the matcher matches with, as reports
+// name it (no leading v).
+func GrypeVersion() string { return identification().Version }
+
 // ignoreLinuxKernelHeaders is root.go's rule set, applied because
 // MatchUpstreamKernelHeaders is false by default.
 var ignoreLinuxKernelHeaders = []match.IgnoreRule{

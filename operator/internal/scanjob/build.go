@@ -18,6 +18,7 @@ import (
 const (
 	ScanDir      = scan.ScanDir
 	BOMFile      = scan.BOMFile
+	GrypeJSON    = scan.GrypeJSONFile
 	TokenDir     = scan.TokenDir
 	TokenFile    = scan.TokenFile
 	DBCacheDir   = scan.DBCacheDir
@@ -179,7 +180,9 @@ func grypeContainer(image string, p Params, registryAuth bool, res corev1.Resour
 	// the kubelet never pulls the scanned image, only the scan Pod's own
 	// (Grype's and the uploader's), so a kubelet pull failure is always one
 	// of those.
-	args := []string{"registry:" + p.Image, "--output", "cyclonedx-json=" + BOMFile}
+	// Grype's own JSON report of the same run names the DB it matched
+	// against (descriptor.db.status); the uploader sends that with the BOM.
+	args := []string{"registry:" + p.Image, "--output", "cyclonedx-json=" + BOMFile, "--output", "json=" + GrypeJSON}
 	if ValidPlatform(p.Platform) == nil {
 		args = append(args, "--platform", p.Platform)
 	}
@@ -205,6 +208,7 @@ func uploaderContainer(p Params) corev1.Container {
 			"--digest=" + p.Digest,
 			"--image=" + p.Image,
 			"--bom-file=" + BOMFile,
+			"--grype-json=" + GrypeJSON,
 			"--token-file=" + TokenFile,
 		},
 		Resources: uploaderResources(p.Scanner.Spec.UploaderResources),

@@ -137,7 +137,7 @@ func TestBuildPlatform(t *testing.T) {
 		p := params(scanner())
 		p.Platform = platform
 		args := container(t, Build(p), ContainerGrype).Args
-		if got := args[3:]; !slices.Equal(got, want) {
+		if got := args[5:]; !slices.Equal(got, want) {
 			t.Errorf("platform %q: extra grype args %q, want %q", platform, got, want)
 		}
 	}

@@ -149,10 +149,11 @@ func Start(ctx context.Context, o Options) (*Bus, error) {
 		return nil, fmt.Errorf("subscribe %s: %w", eventsv1.StreamSubjects, err)
 	}
 	ctx, b.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	b.wg.Add(3)
+	b.wg.Add(4)
 	go func() { defer b.wg.Done(); b.relayLoop(ctx) }()
 	go func() { defer b.wg.Done(); b.consumeLoop(ctx, b.consumerConfig(), b.handle) }()
 	go func() { defer b.wg.Done(); b.consumeLoop(ctx, b.inventoryConsumerConfig(), b.handleInventory) }()
+	go func() { defer b.wg.Done(); b.consumeLoop(ctx, b.vulnDBConsumerConfig(), b.handleVulnDB) }()
 	return b, nil
 }
 

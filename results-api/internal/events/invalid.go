@@ -12,13 +12,15 @@ func parse(subject string, data []byte) (eventsv1.Event, error) {
 	return eventsv1.Parse(subject, data, time.Now(), eventsv1.DefaultMaxSkew)
 }
 
-// consumed reports whether a durable consumer (scan status, inventory)
+// consumed reports whether a durable consumer (scan status, inventory,
+// served DB)
 // reads subject.
 // Such events reach every replica's fan-out too; the consumer, shared by all
 // replicas, is the one that counts and logs an invalid one, so each is
 // counted once.
 func consumed(subject string) bool {
-	return subject == eventsv1.SubjectImageNeeded || subject == eventsv1.SubjectJobDone || subject == eventsv1.SubjectInventorySnapshot
+	return subject == eventsv1.SubjectImageNeeded || subject == eventsv1.SubjectJobDone || subject == eventsv1.SubjectInventorySnapshot ||
+		subject == eventsv1.SubjectVulnDBUpdated
 }
 
 // rejected counts and logs an invalid event: subject, id and the broken rule,

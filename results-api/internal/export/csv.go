@@ -13,13 +13,21 @@ import (
 
 // CSVHeader is the first row of every findings CSV.
 var CSVHeader = []string{"image", "digest", "vulnerability", "severity", "package", "version", "type",
-	"fixed_in", "cvss", "namespaces", "workloads", "kev", "epss", "risk"}
+	"fixed_in", "cvss", "namespaces", "workloads", "kev", "epss", "risk", "grype_version", "db_built", "db_schema"}
 
 // A Row is one finding of one image and where the image runs.
 type Row struct {
 	Image, Digest string
 	Finding       *report.Finding
 	RunningIn     []report.Workload
+	Provenance
+}
+
+// Provenance is what a report's findings were matched with: the Grype
+// release and the vulnerability DB's build time and schema ("" each when
+// the report named none).
+type Provenance struct {
+	GrypeVersion, DBBuilt, DBSchema string
 }
 
 // CSV writes findings as RFC 4180 CSV (encoding/csv), one row each after
@@ -52,6 +60,7 @@ func (c *CSV) Row(r Row) error {
 	rec[4], rec[5], rec[6] = f.Package.Name, f.Package.Version, f.Package.Type
 	rec[7], rec[8], rec[9], rec[10] = strings.Join(f.FixedIn, "; "), cvss, namespaces, workloads
 	rec[11], rec[12], rec[13] = strconv.FormatBool(f.Risk.KEV), "", strconv.FormatFloat(f.Risk.Score, 'f', -1, 64)
+	rec[14], rec[15], rec[16] = r.GrypeVersion, r.DBBuilt, r.DBSchema
 	if f.Risk.EPSS != nil {
 		rec[12] = strconv.FormatFloat(*f.Risk.EPSS, 'f', -1, 64)
 	}

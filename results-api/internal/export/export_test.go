@@ -54,7 +54,8 @@ var findings = []report.Finding{
 func writeSARIF(t *testing.T, fs []report.Finding) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	s := export.NewSARIF(&buf, export.Target{Image: "registry.example/app@sha256:abc", Digest: "sha256:abc", GrypeVersion: "0.121.2"})
+	s := export.NewSARIF(&buf, export.Target{Image: "registry.example/app@sha256:abc", Digest: "sha256:abc",
+		Provenance: export.Provenance{GrypeVersion: "0.121.2", DBBuilt: "2026-11-01T00:00:00Z", DBSchema: "v6.1.10"}})
 	for _, f := range fs {
 		if err := s.Rule(export.Rule{ID: f.ID, Severity: f.Severity, CVSSScore: f.CVSSScore, Description: f.Description, URL: f.URL}); err != nil {
 			t.Fatal(err)
@@ -76,6 +77,7 @@ type sarifLog struct {
 		Tool struct {
 			Driver struct {
 				Name, Version string
+				Properties    map[string]string
 				Rules         []struct {
 					ID                   string
 					HelpURI              string `json:"helpUri"`
@@ -128,6 +130,9 @@ func TestSARIFContent(t *testing.T) {
 	d := run.Tool.Driver
 	if d.Name != "Crowsnest (Grype)" || d.Version != "0.121.2" || len(d.Rules) != 3 || len(run.Results) != 4 {
 		t.Fatalf("driver %s %s, %d rules, %d results", d.Name, d.Version, len(d.Rules), len(run.Results))
+	}
+	if d.Properties["grypeDbBuilt"] != "2026-11-01T00:00:00Z" || d.Properties["grypeDbSchema"] != "v6.1.10" {
+		t.Errorf("driver properties %v, want the DB build and schema", d.Properties)
 	}
 	r0 := d.Rules[0]
 	if r0.ID != "CVE-2026-0001" || r0.HelpURI != "https://nvd.nist.gov/vuln/detail/CVE-2026-0001" ||
@@ -200,7 +205,8 @@ func TestCSVDefusesFormulas(t *testing.T) {
 	rated := findings[0]
 	epss := 0.78
 	rated.Risk = report.Risk{EPSS: &epss, KEV: true, Score: 78.75}
-	if err := c.Row(export.Row{Image: "registry.example/app", Digest: "sha256:abc", Finding: &rated}); err != nil {
+	if err := c.Row(export.Row{Image: "registry.example/app", Digest: "sha256:abc", Finding: &rated,
+		Provenance: export.Provenance{GrypeVersion: "0.121.2", DBBuilt: "2026-11-01T00:00:00Z", DBSchema: "v6.1.10"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Close(); err != nil {
@@ -213,9 +219,9 @@ func TestCSVDefusesFormulas(t *testing.T) {
 	want := [][]string{
 		export.CSVHeader,
 		{"'@evil/image", "sha256:abc", "CVE-2026-0003", "negligible", "'=cmd|' /C calc'!A0", "'-1", "binary", "", "",
-			"'+ops; shop", "shop/Deployment/web; shop/CronJob/@hourly; +ops/DaemonSet/agent", "false", "", "0"},
+			"'+ops; shop", "shop/Deployment/web; shop/CronJob/@hourly; +ops/DaemonSet/agent", "false", "", "0", "", "", ""},
 		{"registry.example/app", "sha256:abc", "CVE-2026-0001", "critical", "openssl", "3.0.1", "apk", "3.0.9; 3.1.2", "9.8", "", "",
-			"true", "0.78", "78.75"},
+			"true", "0.78", "78.75", "0.121.2", "2026-11-01T00:00:00Z", "v6.1.10"},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("rows = %q", rows)

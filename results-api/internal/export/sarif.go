@@ -23,10 +23,12 @@ const (
 	FingerprintKey = "crowsnestFinding/v1"
 )
 
-// Target is the image a SARIF log is about.
+// Target is the image a SARIF log is about, and what its findings were
+// matched with (Provenance: the driver's version is the Grype release, its
+// properties grypeDbBuilt and grypeDbSchema name the DB).
 type Target struct {
 	Image, Digest string
-	GrypeVersion  string
+	Provenance
 }
 
 // A Rule is one vulnerability id of a report (store.VulnRule converts).
@@ -59,6 +61,9 @@ func NewSARIF(w io.Writer, target Target) *SARIF {
 	driver := map[string]any{"name": SARIFDriverName, "informationUri": SARIFDriverURI}
 	if target.GrypeVersion != "" {
 		driver["version"] = target.GrypeVersion
+	}
+	if target.DBBuilt != "" {
+		driver["properties"] = map[string]string{"grypeDbBuilt": target.DBBuilt, "grypeDbSchema": target.DBSchema}
 	}
 	head, err := json.Marshal(driver)
 	if err != nil {

@@ -32,7 +32,7 @@ func (s *Server) getSARIF(w http.ResponseWriter, r *http.Request) {
 	}
 	defer lease.release()
 	ew := &exportWriter{w: w, contentType: "application/sarif+json", filename: digest[7:19] + ".sarif"}
-	log := export.NewSARIF(ew, export.Target{Image: sum.Image, Digest: digest, GrypeVersion: sum.GrypeVersion})
+	log := export.NewSARIF(ew, export.Target{Image: sum.Image, Digest: digest, Provenance: provenanceOf(sum)})
 	err := s.cfg.Store.WalkVulnerabilities(r.Context(), digest, exportPage, func(vs []store.VulnRule) error {
 		for _, v := range vs {
 			if err := log.Rule(export.Rule(v)); err != nil {
@@ -70,11 +70,12 @@ func (s *Server) getReportCSV(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ew := &exportWriter{w: w, contentType: "text/csv; charset=utf-8; header=present", filename: digest[7:19] + "-findings.csv"}
+	prov := provenanceOf(sum)
 	out, err := export.NewCSV(ew)
 	if err == nil {
 		err = s.cfg.Store.WalkFindings(r.Context(), digest, exportPage, func(fs []report.Finding) error {
 			for i := range fs {
-				if err := out.Row(export.Row{Image: sum.Image, Digest: digest, Finding: &fs[i], RunningIn: running}); err != nil {
+				if err := out.Row(export.Row{Image: sum.Image, Digest: digest, Finding: &fs[i], RunningIn: running, Provenance: prov}); err != nil {
 					return err
 				}
 			}
@@ -125,7 +126,8 @@ func (s *Server) listFindingsCSV(w http.ResponseWriter, r *http.Request) {
 		err = s.cfg.Store.WalkFleetFindings(r.Context(), fq, exportPage, func(fs []store.FleetFinding) error {
 			for i := range fs {
 				f := &fs[i]
-				if err := out.Row(export.Row{Image: f.Image, Digest: f.Digest, Finding: &f.Finding, RunningIn: f.RunningIn}); err != nil {
+				if err := out.Row(export.Row{Image: f.Image, Digest: f.Digest, Finding: &f.Finding, RunningIn: f.RunningIn,
+					Provenance: export.Provenance{GrypeVersion: f.GrypeVersion, DBBuilt: f.DBBuilt, DBSchema: f.DBSchema}}); err != nil {
 					return err
 				}
 			}
@@ -204,3 +206,8 @@ func (e *exportWriter) Write(p []byte) (int, error) {
 }
 
 var _ io.Writer = (*exportWriter)(nil)
+
+// provenanceOf is what sum's findings were matched with, for the exports.
+func provenanceOf(sum *report.Summary) export.Provenance {
+	return export.Provenance{GrypeVersion: sum.GrypeVersion, DBBuilt: sum.DBBuilt, DBSchema: sum.DBSchema}
+}

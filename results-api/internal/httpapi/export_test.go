@@ -201,7 +201,7 @@ func readCSV(t *testing.T, b []byte) [][]string {
 	if err != nil {
 		t.Fatalf("not CSV: %v\n%s", err, b)
 	}
-	if len(rows) == 0 || strings.Join(rows[0], ",") != "image,digest,vulnerability,severity,package,version,type,fixed_in,cvss,namespaces,workloads,kev,epss,risk" {
+	if len(rows) == 0 || strings.Join(rows[0], ",") != "image,digest,vulnerability,severity,package,version,type,fixed_in,cvss,namespaces,workloads,kev,epss,risk,grype_version,db_built,db_schema" {
 		t.Fatalf("header = %q", rows)
 	}
 	return rows[1:]
@@ -247,8 +247,11 @@ func TestReportCSVRows(t *testing.T) {
 	img, d := "registry.example/app@"+node.Digest, node.Digest
 	where := []string{"shop", "shop/CronJob/report; shop/Deployment/web"}
 	unrated := []string{"false", "", "0"}
+	// Grype's CycloneDX names its release but not its DB, and the fixture is
+	// uploaded without the uploader's DB headers: the DB is unknown.
+	provenance := []string{"0.121.2", "", ""}
 	row := func(risk []string, cells ...string) []string {
-		return append(append(append([]string{img, d}, cells...), where...), risk...)
+		return append(append(append(append([]string{img, d}, cells...), where...), risk...), provenance...)
 	}
 	// Grype's own risk scores for lodash and minimist (its JSON output,
 	// testdata/grype/manifest.json), computed here from the CycloneDX.

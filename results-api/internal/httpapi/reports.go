@@ -54,6 +54,11 @@ func (s *Server) putReport(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, newError(http.StatusBadRequest, "invalid_image", "image reference longer than 1024 bytes"))
 		return
 	}
+	db, err := uploadedDB(r)
+	if err != nil {
+		s.reject(w, r, err)
+		return
+	}
 	raw, release, err := s.readUpload(w, r)
 	if err != nil {
 		s.reject(w, r, err)
@@ -67,6 +72,9 @@ func (s *Server) putReport(w http.ResponseWriter, r *http.Request) {
 		}
 		s.reject(w, r, err)
 		return
+	}
+	if db.Built != "" {
+		rep.DBBuilt, rep.DBSchema = db.Built, db.Schema // what Grype said over what the BOM says
 	}
 	if scopeOf(r) == authz.Rematch {
 		rep.Cause = report.CauseRematch // the store decides scan or rescan otherwise

@@ -49,6 +49,7 @@ func (s *Server) Routes() chi.Router {
 		read.Get("/scans", s.listScans)
 		read.Get("/exceptions/audit", s.getExceptionAudit)
 		read.Get("/stats", s.getStats)
+		read.Get("/vulndb", s.getVulnDB)
 		read.Get("/lifecycle", s.getLifecycle)
 		read.Get("/workloads", s.listWorkloads)
 		// No deadline: the hub times each write and ping of the WebSocket.

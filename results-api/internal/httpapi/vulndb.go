@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/api/scan"
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/authz"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
@@ -118,6 +119,29 @@ func decodeVulnDB(r *http.Request, body any, f *vulnDBBody) (store.VulnDBRecord,
 		return store.VulnDBRecord{}, invalidVulnDB("schema must be a Grype DB schema version such as v6.0.2")
 	}
 	return store.VulnDBRecord{Built: built.UTC().Format(time.RFC3339Nano), Schema: f.Schema, MatchedAt: time.Now().UTC()}, nil
+}
+
+// uploadedDB reads the DB a report upload names in its headers
+// (scan.HeaderDBBuilt and scan.HeaderDBSchema, sent by the scan Job's
+// uploader from Grype's own JSON report). Both or neither: a report
+// without them is stored with an unknown DB, one with a bad value is
+// refused with 400 invalid_vulndb before its body is read.
+func uploadedDB(r *http.Request) (store.VulnDBRecord, error) {
+	built, schema := r.Header.Get(scan.HeaderDBBuilt), r.Header.Get(scan.HeaderDBSchema)
+	if built == "" && schema == "" {
+		return store.VulnDBRecord{}, nil
+	}
+	if built == "" || schema == "" {
+		return store.VulnDBRecord{}, invalidVulnDB(scan.HeaderDBBuilt + " and " + scan.HeaderDBSchema + " go together: send both or neither")
+	}
+	t, err := time.Parse(time.RFC3339, built)
+	if err != nil {
+		return store.VulnDBRecord{}, invalidVulnDB(scan.HeaderDBBuilt + " must be an RFC 3339 time, e.g. 2026-11-01T00:00:00Z")
+	}
+	if !dbSchemaPattern.MatchString(schema) {
+		return store.VulnDBRecord{}, invalidVulnDB(scan.HeaderDBSchema + " must be a Grype DB schema version such as v6.1.10")
+	}
+	return store.VulnDBRecord{Built: t.UTC().Format(time.RFC3339Nano), Schema: schema}, nil
 }
 
 func invalidVulnDB(msg string) error { return newError(http.StatusBadRequest, "invalid_vulndb", msg) }

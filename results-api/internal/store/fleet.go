@@ -11,6 +11,9 @@ import (
 // (within the reader's scope).
 type FleetFinding struct {
 	Image, Digest string
+	// The report's provenance: the Grype release and DB its findings
+	// were matched with ("" when the report named none).
+	GrypeVersion, DBBuilt, DBSchema string
 	report.Finding
 	RunningIn []report.Workload
 }
@@ -71,7 +74,7 @@ func (s *Store) WalkFleetFindings(ctx context.Context, q FleetQuery, page int, f
 		}
 		n := min(page, left)
 		var rows []fleetRow
-		sql := `SELECT r.image, f.id, f.digest, f.vuln_id, f.source, f.severity, f.cvss_score, f.cvss_vector,
+		sql := `SELECT r.image, r.grype_version, r.db_built, r.db_schema, f.id, f.digest, f.vuln_id, f.source, f.severity, f.cvss_score, f.cvss_vector,
  f.pkg_name, f.pkg_version, f.pkg_type, f.purl, f.fixed_in, f.description, f.url, f.epss, f.kev, f.risk,
  f.first_seen, f.kev_since FROM findings f, reports r` + whereSQL(where) + ` ORDER BY f.digest, f.id LIMIT ?`
 		if err := s.db.WithContext(ctx).Raw(sql, append(args, n)...).Scan(&rows).Error; err != nil {
@@ -99,7 +102,8 @@ func (s *Store) WalkFleetFindings(ctx context.Context, q FleetQuery, page int, f
 		running = next
 		out := make([]FleetFinding, len(rows))
 		for i, r := range rows {
-			out[i] = FleetFinding{Image: r.Image, Digest: r.Finding.Digest, Finding: r.Finding.finding(), RunningIn: running[r.Finding.Digest]}
+			out[i] = FleetFinding{Image: r.Image, Digest: r.Finding.Digest, GrypeVersion: r.GrypeVersion, DBBuilt: r.DBBuilt, DBSchema: r.DBSchema,
+				Finding: r.Finding.finding(), RunningIn: running[r.Finding.Digest]}
 		}
 		if err := fn(out); err != nil {
 			return err
@@ -113,9 +117,12 @@ func (s *Store) WalkFleetFindings(ctx context.Context, q FleetQuery, page int, f
 	return nil
 }
 
-// fleetRow is a finding's row with its image. gorm flattens the embedded
+// fleetRow is a finding's row with its image and its report's provenance. gorm flattens the embedded
 // row's columns, so the one list of a finding's columns (findingRow) serves.
 type fleetRow struct {
-	Image   string
-	Finding findingRow `gorm:"embedded"`
+	Image        string
+	GrypeVersion string
+	DBBuilt      string     `gorm:"column:db_built"`
+	DBSchema     string     `gorm:"column:db_schema"`
+	Finding      findingRow `gorm:"embedded"`
 }

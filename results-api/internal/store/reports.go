@@ -127,6 +127,12 @@ func (s *Store) putTx(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *repor
 			upd["image"] = r.Image
 			cur.Image = r.Image
 		}
+		// The same BOM uploaded with the DB it was matched against (the
+		// scan Job's headers) where the stored one named none or another.
+		if r.DBBuilt != "" && (r.DBBuilt != cur.DBBuilt || r.DBSchema != cur.DBSchema) {
+			upd["db_built"], upd["db_schema"] = r.DBBuilt, r.DBSchema
+			cur.DBBuilt, cur.DBSchema = r.DBBuilt, r.DBSchema
+		}
 		if err := tx.Model(&reportRow{}).Where("digest = ?", r.Digest).Updates(upd).Error; err != nil {
 			return err
 		}

@@ -116,6 +116,7 @@ func serviceConsumers() []serviceConsumer {
 	return []serviceConsumer{
 		{eventsv1.UserResultsAPI, eventsv1.ConsumerResultsAPIScans, []string{eventsv1.SubjectImageNeeded, eventsv1.SubjectJobDone}, false},
 		{eventsv1.UserResultsAPI, eventsv1.ConsumerResultsAPIInventory, []string{eventsv1.SubjectInventorySnapshot}, false},
+		{eventsv1.UserResultsAPI, eventsv1.ConsumerResultsAPIVulnDB, []string{eventsv1.SubjectVulnDBUpdated}, false},
 		{eventsv1.UserOperator, eventsv1.ConsumerOperatorReportDeleted, []string{eventsv1.SubjectReportDeleted}, true},
 		{eventsv1.UserNotifier, eventsv1.ConsumerNotifier, []string{eventsv1.SubjectFindingsChanged, eventsv1.SubjectInventorySnapshot, eventsv1.SubjectJobDone}, false},
 	}
@@ -161,7 +162,7 @@ func authStack(t *testing.T) (url string, pw map[eventsv1.User]string, actors ma
 	}{
 		{eventsv1.UserOperator, eventsv1.SubjectImageNeeded}, {eventsv1.UserOperator, eventsv1.SubjectJobDone},
 		{eventsv1.UserOperator, eventsv1.SubjectInventorySnapshot}, {eventsv1.UserResultsAPI, eventsv1.SubjectReportDeleted},
-		{eventsv1.UserResultsAPI, eventsv1.SubjectFindingsChanged},
+		{eventsv1.UserResultsAPI, eventsv1.SubjectFindingsChanged}, {eventsv1.UserMatcher, eventsv1.SubjectVulnDBUpdated},
 	} {
 		mustPublish(ctx, t, actors[p.by].js, p.subject)
 	}

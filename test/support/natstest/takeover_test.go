@@ -107,8 +107,8 @@ func TestOnlyTheOwnerChangesTheStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	info := s.CachedInfo()
-	if info.State.Msgs != 5 || info.Config.MaxMsgs != -1 {
-		t.Errorf("stream holds %d messages with max_msgs %d, want the 5 published and no message limit", info.State.Msgs, info.Config.MaxMsgs)
+	if info.State.Msgs != 6 || info.Config.MaxMsgs != -1 {
+		t.Errorf("stream holds %d messages with max_msgs %d, want the 6 published and no message limit", info.State.Msgs, info.Config.MaxMsgs)
 	}
 	// The owner brings the stream to the contract's configuration.
 	changed := eventsv1.StreamConfig()
@@ -158,7 +158,7 @@ func TestReaderStillReadsAsDocumented(t *testing.T) {
 	if m, err := sub.NextMsg(2 * time.Second); err != nil || m.Subject != eventsv1.SubjectJobDone {
 		t.Fatalf("core subscription: %v", err)
 	}
-	const held = 6 // authStack's five and the job.done above
+	const held = 7 // authStack's six and the job.done above
 
 	durable, err := reader.js.CreateOrUpdateConsumer(ctx, eventsv1.StreamName, jetstream.ConsumerConfig{
 		Durable: "my-tool", FilterSubject: eventsv1.SubjectFindingsChanged, AckPolicy: jetstream.AckExplicitPolicy,

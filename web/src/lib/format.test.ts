@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { advisoryUrl, age, dueTitle, epss, relativeTime, repository, riskScore, shortDigest } from './format';
+import { advisoryUrl, age, dbAge, dueTitle, epss, provenance, relativeTime, repository, riskScore, shortDigest } from './format';
 import { match } from './router';
 
 describe('formatting', () => {
@@ -55,5 +55,25 @@ describe('age and SLA', () => {
     expect(dueTitle({ slaDue: '2026-11-08T10:00:00Z', overdue: true })).toBe('Overdue since 2026-11-08 (SLA)');
     expect(dueTitle({ slaDue: '2026-12-01T10:00:00Z', overdue: false })).toBe('Due 2026-12-01 (SLA)');
     expect(dueTitle({ overdue: false })).toBe('No SLA deadline for this severity');
+  });
+});
+
+describe('provenance', () => {
+  it('names the Grype release and the DB a report was matched against', () => {
+    expect(provenance({ grypeVersion: '0.121.2', dbBuilt: '2026-11-01T00:00:00Z', dbSchema: 'v6.1.10' })).toBe(
+      'Grype 0.121.2, DB built 2026-11-01 00:00:00 UTC (schema v6.1.10)',
+    );
+    expect(provenance({ grypeVersion: '0.121.2', dbBuilt: '' })).toBe('Grype 0.121.2, DB built unknown');
+    expect(provenance({ dbBuilt: 'not a time' })).toBe('Grype (version unknown), DB built unknown');
+  });
+
+  it('ages the served DB and flags it after 7 days', () => {
+    expect(dbAge(undefined)).toEqual({ text: 'unknown', stale: false });
+    expect(dbAge(1800)).toEqual({ text: '< 1 h', stale: false });
+    expect(dbAge(5 * 3600)).toEqual({ text: '5 h', stale: false });
+    expect(dbAge(86400)).toEqual({ text: '1 day', stale: false });
+    expect(dbAge(7 * 86400)).toEqual({ text: '7 days', stale: false });
+    expect(dbAge(7 * 86400 + 1)).toEqual({ text: '7 days', stale: true });
+    expect(dbAge(30 * 86400, 40)).toEqual({ text: '30 days', stale: false });
   });
 });

@@ -30,6 +30,25 @@ export function absoluteTime(iso: string): string {
   return Number.isNaN(t) ? '' : new Date(t).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
 }
 
+/** What a report's findings were matched with: the Grype release and the vulnerability DB's build and schema. */
+export function provenance(r: { grypeVersion?: string; dbBuilt?: string; dbSchema?: string }): string {
+  const grype = r.grypeVersion ? `Grype ${r.grypeVersion}` : 'Grype (version unknown)';
+  const built = r.dbBuilt ? absoluteTime(r.dbBuilt) : '';
+  if (!built) return `${grype}, DB built unknown`;
+  return `${grype}, DB built ${built}${r.dbSchema ? ` (schema ${r.dbSchema})` : ''}`;
+}
+
+/** A served DB older than this many days is flagged on the overview. */
+export const DB_STALE_DAYS = 7;
+
+/** The served vulnerability DB's age as a tile shows it, and whether it is older than staleDays. */
+export function dbAge(ageSeconds: number | undefined, staleDays: number = DB_STALE_DAYS): { text: string; stale: boolean } {
+  if (ageSeconds === undefined || ageSeconds < 0) return { text: 'unknown', stale: false };
+  const days = ageSeconds / 86400;
+  const text = days >= 1 ? `${Math.floor(days)} ${Math.floor(days) === 1 ? 'day' : 'days'}` : ageSeconds >= 3600 ? `${Math.floor(ageSeconds / 3600)} h` : '< 1 h';
+  return { text, stale: days > staleDays };
+}
+
 /** Where a finding's advisory lives: NVD for CVE ids, GitHub for GHSA ids, else what Grype gave. */
 export function advisoryUrl(id: string, fallback?: string): string | undefined {
   if (/^CVE-\d{4}-\d{4,}$/i.test(id)) return `https://nvd.nist.gov/vuln/detail/${id.toUpperCase()}`;

@@ -17,6 +17,7 @@ import type {
   ScanList,
   ScanState,
   Stats,
+  VulnDBStatus,
   Vulnerability,
   VulnerabilityQuery,
 } from './types';
@@ -143,6 +144,10 @@ export function createClient(options: ClientOptions = {}) {
     },
     getStats(signal?: AbortSignal): Promise<Stats> {
       return json(url('/stats'), { signal });
+    },
+    /** The vulnerability DB the matcher serves and the readable reports per DB build. */
+    getVulnDB(signal?: AbortSignal): Promise<VulnDBStatus> {
+      return json(url('/vulndb'), { signal });
     },
     /** The fleet's findings changes, newest first; nextCursor is absent on the last page. */
     listChanges(query: ChangeQuery = {}, signal?: AbortSignal): Promise<ChangeList> {

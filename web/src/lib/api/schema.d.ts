@@ -412,6 +412,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/vulndb": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The vulnerability DB the matcher serves, and the reports per DB build.
+         * @description served is the Grype DB the cluster's matcher serves now, as its last
+         *     crowsnest.vulndb.updated event announced it (absent until results-api
+         *     has seen one), with its age. builds counts the reports the caller may
+         *     read by the DB build they were last matched against (scan or
+         *     re-match); built "" counts reports that named no DB. stale counts the
+         *     reports not matched against the served build (0 while served is
+         *     unknown). At most 100 builds are listed, the reports of an unknown DB
+         *     first, then the newest build first.
+         */
+        get: operations["getVulnDB"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/lifecycle": {
         parameters: {
             query?: never;
@@ -649,9 +676,9 @@ export interface components {
              */
             storedAt: string;
             grypeVersion: string;
-            /** @description Grype DB build time (RFC 3339) when the BOM (or a later PUT .../vulndb) says, else empty. */
+            /** @description Grype DB build time (RFC 3339) the findings were matched against: from the scan upload's X-Crowsnest-DB-Built header, the BOM's grype:db:built property (re-matches) or a later PUT .../vulndb; empty when none said ("unknown"). */
             dbBuilt: string;
-            /** @description Grype DB schema version when the BOM (or a later PUT .../vulndb) says. */
+            /** @description Grype DB schema version of that DB (X-Crowsnest-DB-Schema, the BOM or PUT .../vulndb). */
             dbSchema?: string;
             /**
              * Format: date-time
@@ -1146,6 +1173,47 @@ export interface components {
             /** @example v6.0.2 */
             schema: string;
         };
+        VulnDBStatus: {
+            served?: components["schemas"]["ServedVulnDB"];
+            builds: components["schemas"]["VulnDBBuildCount"][];
+            /** @description Reports the caller may read (the sum of builds' reports). */
+            reports: number;
+            /** @description Of those, the reports not matched against the served DB build (0 when served is absent). */
+            stale: number;
+        };
+        ServedVulnDB: {
+            /**
+             * Format: date-time
+             * @description The DB's build time.
+             */
+            built: string;
+            /** @example v6.1.10 */
+            schema: string;
+            /** @description Its archive checksum, e.g. sha256:<hex>. */
+            checksum: string;
+            /** @description The listing URL it was fetched from, or "import" for an air-gap import. */
+            source: string;
+            /** @description The matcher's Grype release, when its announcement names it. */
+            grypeVersion?: string;
+            /**
+             * Format: date-time
+             * @description When the matcher announced it (the event's time).
+             */
+            announcedAt: string;
+            /**
+             * Format: int64
+             * @description Seconds since the DB was built.
+             */
+            ageSeconds: number;
+        };
+        VulnDBBuildCount: {
+            /** @description The DB build time as the reports record it (RFC 3339), "" for reports that named no DB. */
+            built: string;
+            schema: string;
+            reports: number;
+            /** @description This is the served DB's build. */
+            current: boolean;
+        };
         VulnDBBatch: {
             /**
              * Format: date-time
@@ -1465,6 +1533,18 @@ export interface operations {
             };
             header?: {
                 "Content-Encoding"?: "gzip" | "identity";
+                /**
+                 * @description Build time (RFC 3339) of the Grype DB the report was matched
+                 *     against: the scan Job's uploader sends it from Grype's own JSON
+                 *     report (descriptor.db.status.built). With X-Crowsnest-DB-Schema,
+                 *     both or neither; it wins over the BOM's grype:db:built property.
+                 *     A bad value is refused with 400 invalid_vulndb and nothing is
+                 *     stored; without both the report's DB is recorded from the BOM, or
+                 *     as unknown.
+                 */
+                "X-Crowsnest-DB-Built"?: string;
+                /** @description Schema version of that DB (descriptor.db.status.schemaVersion), e.g. v6.1.10. */
+                "X-Crowsnest-DB-Schema"?: string;
             };
             path: {
                 /** @description Image manifest digest. */
@@ -1895,6 +1975,28 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Stats"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getVulnDB: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The served DB and the reports by DB build. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VulnDBStatus"];
                 };
             };
             401: components["responses"]["Unauthorized"];

@@ -18,6 +18,7 @@ export type Vulnerability = Schemas['Vulnerability'];
 export type AffectedImage = Schemas['AffectedImage'];
 export type ScanList = Schemas['ScanList'];
 export type Stats = Schemas['Stats'];
+export type VulnDBStatus = Schemas['VulnDBStatus'];
 export type TopVulnerability = Schemas['TopVulnerability'];
 export type ReportStored = Schemas['ReportStored'];
 export type ReportDeleted = Schemas['ReportDeleted'];
