@@ -558,10 +558,10 @@ type ReportSummary struct {
 	Cause  Cause          `json:"cause"`
 	Counts SeverityCounts `json:"counts"`
 
-	// DbBuilt Grype DB build time (RFC 3339) when the BOM (or a later PUT .../vulndb) says, else empty.
+	// DbBuilt Grype DB build time (RFC 3339) the findings were matched against: from the scan upload's X-Crowsnest-DB-Built header, the BOM's grype:db:built property (re-matches) or a later PUT .../vulndb; empty when none said ("unknown").
 	DbBuilt string `json:"dbBuilt"`
 
-	// DbSchema Grype DB schema version when the BOM (or a later PUT .../vulndb) says.
+	// DbSchema Grype DB schema version of that DB (X-Crowsnest-DB-Schema, the BOM or PUT .../vulndb).
 	DbSchema *string `json:"dbSchema,omitempty"`
 
 	// Digest Example: sha256:3f1e1d9c5b7a2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6c8d0e2f
