@@ -82,6 +82,9 @@ type reportSummary struct {
 	ScannedAt time.Time       `json:"scannedAt"`
 	Findings  json.RawMessage `json:"findings"`
 	Fixable   int             `json:"fixable"`
+	// The Grype DB the report was matched against (empty: unknown).
+	DBBuilt  string `json:"dbBuilt"`
+	DBSchema string `json:"dbSchema"`
 }
 
 // getReport returns the report of digest, or an error when there is none.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,6 +78,10 @@ func TestScanLifecycle(t *testing.T) {
 			}
 			if total == 0 {
 				t.Errorf("%s: Grype found nothing; the demo DB has advisories for it: %+v", name, r)
+			}
+			// Provenance: the scan Pod's Grype names the DB it loaded.
+			if _, err := time.Parse(time.RFC3339, r.DBBuilt); err != nil || !strings.HasPrefix(r.DBSchema, "v6") {
+				t.Errorf("%s: the scan's report records DB built %q, schema %q; want the DB the scan Pod's Grype loaded", name, r.DBBuilt, r.DBSchema)
 			}
 		}
 		got := jobs.snapshot()
