@@ -13,6 +13,7 @@ import (
 	cdx "github.com/CycloneDX/cyclonedx-go"
 
 	"github.com/anchore/clio"
+	"gorm.io/gorm"
 
 	v6 "github.com/anchore/grype/grype/db/v6"
 	"github.com/anchore/grype/grype/pkg"
@@ -62,22 +63,29 @@ type Options struct {
 	// (memoReader), and its providers table read once. Zero means
 	// DefaultMemoBytes; a negative value turns the memo off.
 	MemoBytes int64
+	// Footprints makes every match record its footprint (footprint.go):
+	// the keys of the DB lookups it made, which a pass keeps to skip the
+	// reports a DB update cannot change (Output.Footprint).
+	Footprints bool
 }
 
 // Matcher matches CycloneDX SBOMs against one Grype v6 DB, opened
 // read-only. It is safe for concurrent use; at most Options.MaxConcurrent
 // matches run at a time.
 type Matcher struct {
-	db       DB
-	path     string
-	id       clio.Identification
-	cfg      *grypeConfig
-	reader   v6.Reader
-	provider vulnerability.Provider
-	dbInfo   any
-	sem      chan struct{}
-	cache    *matchCache // nil when off
-	memo     *memoReader // nil when off
+	db         DB
+	path       string
+	id         clio.Identification
+	cfg        *grypeConfig
+	reader     v6.Reader
+	provider   vulnerability.Provider
+	dbInfo     any
+	sem        chan struct{}
+	cache      *matchCache // nil when off
+	memo       *memoReader // nil when off
+	base       v6.Reader   // what the provider reads: the memo or the store
+	gdb        *gorm.DB    // the store's handle (Grype's reference fills)
+	footprints bool
 }
 
 // Open opens dir/vulnerability.db (a hydrated Grype v6 DB, as `grype db
@@ -110,12 +118,13 @@ func Open(dir string, o Options) (*Matcher, error) {
 		return nil, fmt.Errorf("open DB %s: %w", path, err)
 	}
 	m := &Matcher{
-		db:     DB{Built: desc.Built.UTC(), Schema: desc.SchemaVersion.String()},
-		path:   path,
-		id:     id,
-		cfg:    cfg,
-		reader: rdr,
-		sem:    make(chan struct{}, o.MaxConcurrent),
+		footprints: o.Footprints,
+		db:         DB{Built: desc.Built.UTC(), Schema: desc.SchemaVersion.String()},
+		path:       path,
+		id:         id,
+		cfg:        cfg,
+		reader:     rdr,
+		sem:        make(chan struct{}, o.MaxConcurrent),
 	}
 	if o.CacheBytes > 0 {
 		m.cache = newMatchCache(o.CacheBytes)
@@ -126,7 +135,8 @@ func Open(dir string, o Options) (*Matcher, error) {
 	}
 	vr := rdr
 	if ll, ok := rdr.(lowLevelReader); ok {
-		countStatements(ll.GetDB())
+		m.gdb = ll.GetDB()
+		countStatements(m.gdb)
 	}
 	if o.MemoBytes > 0 {
 		if m.memo, err = newMemoReader(rdr, o.MemoBytes); err == nil {
@@ -138,6 +148,7 @@ func Open(dir string, o Options) (*Matcher, error) {
 		}
 		vr = m.memo
 	}
+	m.base = vr
 	m.provider = v6.NewVulnerabilityProvider(vr)
 	m.dbInfo = dbInfo(m.provider, &vulnerability.ProviderStatus{
 		Built: m.db.Built, SchemaVersion: m.db.Schema, From: "", Path: path,
@@ -218,7 +229,14 @@ func (m *Matcher) Match(ctx context.Context, bom []byte) ([]byte, []Finding, err
 // Output is a match's CycloneDX report before it is encoded: a pass
 // compares its findings' fingerprint with the stored one and encodes it
 // only when they differ.
-type Output struct{ bom *cdx.BOM }
+type Output struct {
+	bom       *cdx.BOM
+	footprint []string // nil unless Options.Footprints
+}
+
+// Footprint returns the keys of the DB lookups the match made (sorted;
+// footprint.go), or nil when the Matcher does not record them.
+func (o *Output) Footprint() []string { return o.footprint }
 
 // MatchOutput is Match without the encoding. bom is parsed once, by
 // Grype's SBOM provider; the check that it is CycloneDX reads its first
@@ -238,7 +256,12 @@ func (m *Matcher) MatchOutput(ctx context.Context, bom []byte) (*Output, error) 
 	if err != nil {
 		return nil, fmt.Errorf("decode SBOM: %w", err)
 	}
-	vm, err := m.cfg.vulnerabilityMatcher(m.provider, m.cache)
+	vp, rec := m.provider, (*recorder)(nil)
+	if m.footprints {
+		rec = newRecorder()
+		vp = v6.NewVulnerabilityProvider(&recordingReader{Reader: m.base, db: m.gdb, rec: rec})
+	}
+	vm, err := m.cfg.vulnerabilityMatcher(vp, m.cache, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -251,12 +274,16 @@ func (m *Matcher) MatchOutput(ctx context.Context, bom []byte) (*Output, error) 
 	if err != nil {
 		return nil, fmt.Errorf("match: %w", err)
 	}
-	doc, err := models.NewDocument(m.id, packages, pkgContext, *remaining, ignored, m.provider, nil, m.dbInfo,
+	doc, err := models.NewDocument(m.id, packages, pkgContext, *remaining, ignored, vp, nil, m.dbInfo,
 		models.SortStrategy(m.cfg.opts.SortBy.Criteria), m.cfg.opts.Timestamp, nil)
 	if err != nil {
 		return nil, fmt.Errorf("build report: %w", err)
 	}
-	return &Output{bom: m.present(doc, s)}, nil
+	o := &Output{bom: m.present(doc, s)}
+	if rec != nil {
+		o.footprint = rec.sorted()
+	}
+	return o, nil
 }
 
 // present is Grype's CycloneDX presenter (presenter/cyclonedx.Presenter.
