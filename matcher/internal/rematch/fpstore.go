@@ -10,6 +10,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // FootprintFile is the bbolt file a pass keeps report footprints in, in
@@ -56,7 +57,7 @@ func OpenFootprints(dir string) (*FootprintStore, error) {
 	err = db.Update(func(tx *bolt.Tx) error {
 		if m := tx.Bucket(bucketMeta); m == nil || !bytes.Equal(m.Get(metaTool), tool) {
 			for _, b := range [][]byte{bucketMeta, bucketKeys, bucketReports} {
-				if err := tx.DeleteBucket(b); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+				if err := tx.DeleteBucket(b); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
 					return err
 				}
 			}
