@@ -84,6 +84,13 @@ func write(w v6.ReadWriter, advs []advisory.Advisory, built time.Time) error {
 				return fmt.Errorf("add affected package %s for %s: %w", af.Name, a.ID, err)
 			}
 		}
+		for _, c := range a.CPEs {
+			ch := affectedCPE(c)
+			ch.VulnerabilityID = vh.ID
+			if err := w.AddAffectedCPEs(ch); err != nil {
+				return fmt.Errorf("add affected CPE %s:%s for %s: %w", c.Vendor, c.Product, a.ID, err)
+			}
+		}
 	}
 	return writeDecorations(w, advs)
 }
@@ -135,6 +142,19 @@ func affected(a advisory.Advisory, af advisory.Affected) *v6.AffectedPackageHand
 		}
 	}
 	return h
+}
+
+func affectedCPE(c advisory.AffectedCPE) *v6.AffectedCPEHandle {
+	fix := &v6.Fix{State: v6.NotFixedStatus}
+	if c.Fixed != "" {
+		fix = &v6.Fix{Version: c.Fixed, State: v6.FixedStatus}
+	}
+	return &v6.AffectedCPEHandle{
+		CPE: &v6.Cpe{Part: "a", Vendor: c.Vendor, Product: c.Product},
+		BlobValue: &v6.PackageBlob{
+			Ranges: []v6.Range{{Version: v6.Version{Constraint: c.Constraint}, Fix: fix}},
+		},
+	}
 }
 
 func versionType(ecosystem string) string {

@@ -73,7 +73,7 @@ func TestAlertRulesHaveRunbooksAndRealMetrics(t *testing.T) {
 			}
 		}
 	}
-	if alerts != 10 {
-		t.Errorf("%d alerts rendered with every component on, want the chart's 10", alerts)
+	if alerts != 11 {
+		t.Errorf("%d alerts rendered with every component on, want the chart's 11", alerts)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,8 @@ type serveOptions struct {
 	// Re-match (off without a results-api URL and token file).
 	resultsAPIURL, resultsAPITokenFile string
 	rematchConcurrency                 int
+	rematchSkip                        bool
+	rematchSkipCheck                   float64
 	// Events (off without a NATS URL).
 	natsURL string
 	nats    eventsv1.Credentials
@@ -80,6 +83,10 @@ func bindRematchFlags(fs *flag.FlagSet, o *serveOptions, env envFunc) {
 		"file holding the bearer token for results-api with the rematch scope (the matcher's projected service-account token), read on every request; empty turns re-matching off (env CROWSNEST_RESULTS_API_TOKEN_FILE)")
 	fs.IntVar(&o.rematchConcurrency, "rematch-concurrency", int(cli.EnvInt(env("CROWSNEST_REMATCH_CONCURRENCY", ""), 2)),
 		"reports re-matched at once (env CROWSNEST_REMATCH_CONCURRENCY)")
+	fs.BoolVar(&o.rematchSkip, "rematch-skip", cli.EnvBool(env("CROWSNEST_REMATCH_SKIP", ""), true),
+		"skip re-matching the reports a DB update cannot change (their recorded lookups meet no row that changed since the previous DB); false matches every report (env CROWSNEST_REMATCH_SKIP)")
+	fs.Float64Var(&o.rematchSkipCheck, "rematch-skip-check", envFloat(env("CROWSNEST_REMATCH_SKIP_CHECK", ""), 0.02),
+		"fraction of the reports a pass would skip that it matches in full anyway to check the skip (and the first one always); a mismatch counts in crowsnest_rematch_skip_mismatch_total (env CROWSNEST_REMATCH_SKIP_CHECK)")
 	fs.StringVar(&o.natsURL, "nats-url", env("CROWSNEST_NATS_URL", ""), "NATS URL for events, e.g. nats://nats:4222; empty turns events off (env CROWSNEST_NATS_URL)")
 	fs.StringVar(&o.nats.User, "nats-user", env("CROWSNEST_NATS_USER", ""), "NATS user (the chart's bundled NATS: matcher), with --nats-password-file (env CROWSNEST_NATS_USER)")
 	fs.StringVar(&o.nats.PasswordFile, "nats-password-file", env("CROWSNEST_NATS_PASSWORD_FILE", ""), "file holding the NATS user's password (env CROWSNEST_NATS_PASSWORD_FILE)")
@@ -137,4 +144,14 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (serve
 		}
 	}
 	return o, nil
+}
+
+// envFloat parses s, or returns def when s is empty or not a number in
+// [0, 1].
+func envFloat(s string, def float64) float64 {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 || v > 1 {
+		return def
+	}
+	return v
 }

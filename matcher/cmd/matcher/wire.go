@@ -88,8 +88,24 @@ func (w *wiring) startRematch(ctx context.Context, o serveOptions, m *metrics.Me
 		Client:  &rematch.HTTPClient{BaseURL: o.resultsAPIURL, TokenFile: o.resultsAPITokenFile},
 		started: m.RematchStarted,
 	}
+	fps, err := rematch.OpenFootprints(dir)
+	if err != nil {
+		return nil, err
+	}
+	skip := &rematch.Skip{
+		Footprints: fps,
+		Previous: func() (string, bool) {
+			p, ok := w.store.Previous()
+			return p.Dir, ok
+		},
+		Sample:   o.rematchSkipCheck,
+		Disabled: !o.rematchSkip,
+	}
+	if o.rematchSkipCheck == 0 {
+		skip.Sample = -1 // the first skippable report of a run only
+	}
 	runner := &rematch.Runner{
-		Pass: &rematch.Pass{Client: client, Dir: dir, Concurrency: o.rematchConcurrency, Metrics: m, Logger: w.log},
+		Pass: &rematch.Pass{Client: client, Dir: dir, Concurrency: o.rematchConcurrency, Metrics: m, Logger: w.log, Skip: skip},
 		OnDone: func(r rematch.Result) {
 			if w.rec == nil {
 				return
@@ -120,6 +136,7 @@ func (w *wiring) startRematch(ctx context.Context, o serveOptions, m *metrics.Me
 	wg.Go(func() { w.feed(ctx, latest, dbs, probe, o.rematchConcurrency) })
 	go func() {
 		wg.Wait()
+		_ = fps.Close()
 		close(done)
 	}()
 	return done, nil
@@ -139,7 +156,7 @@ func (w *wiring) feed(ctx context.Context, latest <-chan vulndb.DB, dbs chan<- *
 			return
 		case db = <-latest:
 		}
-		m, err := rematch.Open(db.Dir, rematch.Options{MaxConcurrent: concurrency})
+		m, err := rematch.Open(db.Dir, rematch.Options{MaxConcurrent: concurrency, Footprints: true})
 		if err != nil {
 			// Pruned already (a newer DB follows) or unreadable: the next
 			// activation or restart tries again.

@@ -32,6 +32,15 @@ type Advisory struct {
 	URL         string
 	Published   string // YYYY-MM-DD
 	Affected    []Affected
+	// CPEs are NVD-style affected CPE rows (Grype's CPE matching).
+	CPEs []AffectedCPE
+}
+
+// AffectedCPE is one affected CPE (application part) and version range.
+type AffectedCPE struct {
+	Vendor, Product string
+	Constraint      string // e.g. "< 2.0.0"; empty = every version
+	Fixed           string
 }
 
 // Affected is one package an advisory applies to.

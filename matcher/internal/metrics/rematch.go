@@ -11,6 +11,8 @@ import (
 // rematchMetrics are the re-match pass's and the event publisher's series.
 type rematchMetrics struct {
 	reports    *prometheus.CounterVec
+	skipped    prometheus.Counter
+	mismatches prometheus.Counter
 	passTime   prometheus.Histogram
 	inProgress prometheus.Gauge
 	lastPass   prometheus.Gauge
@@ -25,6 +27,14 @@ func newRematchMetrics(reg *prometheus.Registry) rematchMetrics {
 			Name: "crowsnest_rematch_reports_total",
 			Help: "Reports handled by re-match passes, by result: changed, unchanged or failed.",
 		}, []string{"result"}),
+		skipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "crowsnest_rematch_skipped_reports_total",
+			Help: "Reports recorded unchanged without a match because the DB update cannot change them (their lookups meet no changed row); also counted as unchanged.",
+		}),
+		mismatches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "crowsnest_rematch_skip_mismatch_total",
+			Help: "Reports the DB diff would have skipped whose full re-match (the pass's random check sample) found other findings; they were uploaded. Anything above 0 is a bug in skipping.",
+		}),
 		passTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "crowsnest_rematch_pass_seconds",
 			Help: "Duration of finished re-match passes, from their start (before any resume) to their end.",
@@ -55,7 +65,7 @@ func newRematchMetrics(reg *prometheus.Registry) rematchMetrics {
 	for _, o := range []rematch.Outcome{rematch.OutcomeChanged, rematch.OutcomeUnchanged, rematch.OutcomeFailed} {
 		r.reports.WithLabelValues(string(o))
 	}
-	reg.MustRegister(r.reports, r.passTime, r.inProgress, r.lastPass, r.pubFails, r.pending, r.dropped)
+	reg.MustRegister(r.reports, r.skipped, r.mismatches, r.passTime, r.inProgress, r.lastPass, r.pubFails, r.pending, r.dropped)
 	return r
 }
 
@@ -65,6 +75,12 @@ var _ rematch.Metrics = (*Metrics)(nil)
 func (m *Metrics) Report(o rematch.Outcome, _ time.Duration) {
 	m.rematch.reports.WithLabelValues(string(o)).Inc()
 }
+
+// Skipped implements rematch.Metrics: one report skipped by the DB diff.
+func (m *Metrics) Skipped() { m.rematch.skipped.Inc() }
+
+// SkipMismatch implements rematch.Metrics: a checked skip was wrong.
+func (m *Metrics) SkipMismatch() { m.rematch.mismatches.Inc() }
 
 // PassDone implements rematch.Metrics: a pass handled every report.
 func (m *Metrics) PassDone(r rematch.Result) {

@@ -42,17 +42,26 @@ type matchCache struct {
 type cacheEntry struct {
 	matches []match.Match // Package left empty: it is the asking package
 	ignores []match.IgnoreRelatedPackage
+	// keys are the footprint keys of the lookups the answer took, when
+	// recorded (a Matcher with Options.Footprints records them for all).
+	keys     []string
+	recorded bool
 }
 
 func newMatchCache(maxBytes int64) *matchCache {
 	return &matchCache{maxBytes: maxBytes, entries: newLRU[cacheKey, *cacheEntry](maxBytes)}
 }
 
-// get returns a copy of the cached answer for k, made for p, or false.
-func (c *matchCache) get(k cacheKey, p pkg.Package) ([]match.Match, []match.IgnoreFilter, bool) {
+// get returns a copy of the cached answer for k, made for p, or false; a
+// recording match (rec not nil) gets the answer's footprint keys added, and
+// misses an answer kept without them.
+func (c *matchCache) get(k cacheKey, p pkg.Package, rec *recorder) ([]match.Match, []match.IgnoreFilter, bool) {
 	e, ok := c.entries.get(k)
-	if !ok {
+	if !ok || (rec != nil && !e.recorded) {
 		return nil, nil, false
+	}
+	if rec != nil {
+		rec.add(e.keys...)
 	}
 	// e is never changed once stored, so it is copied outside the lock.
 	var matches []match.Match
@@ -74,12 +83,15 @@ func (c *matchCache) get(k cacheKey, p pkg.Package) ([]match.Match, []match.Igno
 // p alone: every match is for p itself and every ignore filter is one of p's
 // own file-ownership filters (internal.OwnershipIgnores). Anything else is
 // not cached and so always computed.
-func (c *matchCache) put(k cacheKey, p pkg.Package, matches []match.Match, ignores []match.IgnoreFilter) {
+func (c *matchCache) put(k cacheKey, p pkg.Package, matches []match.Match, ignores []match.IgnoreFilter, keys []string, recorded bool) {
 	if c.maxBytes <= 0 {
 		return
 	}
-	e := &cacheEntry{}
+	e := &cacheEntry{keys: keys, recorded: recorded}
 	var size int64
+	for _, key := range keys {
+		size += int64(len(key)) + 16
+	}
 	if matches != nil {
 		pk, _ := keyOf("", p)
 		stripped := make([]match.Match, len(matches))
@@ -120,6 +132,7 @@ func (c *matchCache) snapshot() CacheStats { return c.entries.snapshot() }
 type cachingMatcher struct {
 	inner match.Matcher
 	cache *matchCache
+	rec   *recorder // nil: the match records no footprint
 }
 
 func (m cachingMatcher) PackageTypes() []syftPkg.Type { return m.inner.PackageTypes() }
@@ -130,21 +143,30 @@ func (m cachingMatcher) Match(vp vulnerability.Provider, p pkg.Package) ([]match
 	if !ok {
 		return m.inner.Match(vp, p)
 	}
-	if matches, ignores, hit := m.cache.get(k, p); hit {
+	if matches, ignores, hit := m.cache.get(k, p, m.rec); hit {
 		return matches, ignores, nil
 	}
+	var done func() []string
+	if m.rec != nil {
+		done = m.rec.capture()
+	}
 	matches, ignores, err := m.inner.Match(vp, p)
+	var keys []string
+	if done != nil {
+		keys = done()
+	}
 	if err == nil {
-		m.cache.put(k, p, matches, ignores)
+		m.cache.put(k, p, matches, ignores, keys, m.rec != nil)
 	}
 	return matches, ignores, err
 }
 
-// withCache wraps every matcher so it answers through c.
-func withCache(matchers []match.Matcher, c *matchCache) []match.Matcher {
+// withCache wraps every matcher so it answers through c (and records
+// footprint keys into rec, when not nil).
+func withCache(matchers []match.Matcher, c *matchCache, rec *recorder) []match.Matcher {
 	out := make([]match.Matcher, len(matchers))
 	for i, mt := range matchers {
-		out[i] = cachingMatcher{inner: mt, cache: c}
+		out[i] = cachingMatcher{inner: mt, cache: c, rec: rec}
 	}
 	return out
 }

@@ -114,15 +114,16 @@ func defaultGrypeConfig(id clio.Identification) (*grypeConfig, error) {
 
 // vulnerabilityMatcher builds root.go's VulnerabilityMatcher. It holds
 // per-scan state, so every Match builds its own; the provider is shared, and
-// so is cache when it is not nil (Grype's matchers answer through it).
-func (c *grypeConfig) vulnerabilityMatcher(vp vulnerability.Provider, cache *matchCache) (*grype.VulnerabilityMatcher, error) {
+// so is cache when it is not nil (Grype's matchers answer through it); rec,
+// when not nil, is the match's footprint recorder.
+func (c *grypeConfig) vulnerabilityMatcher(vp vulnerability.Provider, cache *matchCache, rec *recorder) (*grype.VulnerabilityMatcher, error) {
 	vexProcessor, err := vex.NewProcessor(vex.ProcessorOptions{Documents: c.opts.VexDocuments, IgnoreRules: c.ignore})
 	if err != nil {
 		return nil, fmt.Errorf("create VEX processor: %w", err)
 	}
 	matchers := matcher.NewDefaultMatchers(c.matcherConf)
 	if cache != nil {
-		matchers = withCache(matchers, cache)
+		matchers = withCache(matchers, cache, rec)
 	}
 	return &grype.VulnerabilityMatcher{
 		VulnerabilityProvider:      vp,

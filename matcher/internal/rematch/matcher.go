@@ -13,16 +13,12 @@ import (
 	cdx "github.com/CycloneDX/cyclonedx-go"
 
 	"github.com/anchore/clio"
+	"gorm.io/gorm"
 
 	v6 "github.com/anchore/grype/grype/db/v6"
 	"github.com/anchore/grype/grype/pkg"
-	grypecdx "github.com/anchore/grype/grype/presenter/cyclonedx"
 	"github.com/anchore/grype/grype/presenter/models"
 	"github.com/anchore/grype/grype/vulnerability"
-	"github.com/anchore/syft/syft/format/common/cyclonedxhelpers"
-	"github.com/anchore/syft/syft/sbom"
-
-	"github.com/crowsnest-dev/crowsnest/api/finding"
 )
 
 // Metadata property names that carry the DB build in a re-matched report
@@ -62,22 +58,29 @@ type Options struct {
 	// (memoReader), and its providers table read once. Zero means
 	// DefaultMemoBytes; a negative value turns the memo off.
 	MemoBytes int64
+	// Footprints makes every match record its footprint (footprint.go):
+	// the keys of the DB lookups it made, which a pass keeps to skip the
+	// reports a DB update cannot change (Output.Footprint).
+	Footprints bool
 }
 
 // Matcher matches CycloneDX SBOMs against one Grype v6 DB, opened
 // read-only. It is safe for concurrent use; at most Options.MaxConcurrent
 // matches run at a time.
 type Matcher struct {
-	db       DB
-	path     string
-	id       clio.Identification
-	cfg      *grypeConfig
-	reader   v6.Reader
-	provider vulnerability.Provider
-	dbInfo   any
-	sem      chan struct{}
-	cache    *matchCache // nil when off
-	memo     *memoReader // nil when off
+	db         DB
+	path       string
+	id         clio.Identification
+	cfg        *grypeConfig
+	reader     v6.Reader
+	provider   vulnerability.Provider
+	dbInfo     any
+	sem        chan struct{}
+	cache      *matchCache // nil when off
+	memo       *memoReader // nil when off
+	base       v6.Reader   // what the provider reads: the memo or the store
+	gdb        *gorm.DB    // the store's handle (Grype's reference fills)
+	footprints bool
 }
 
 // Open opens dir/vulnerability.db (a hydrated Grype v6 DB, as `grype db
@@ -110,12 +113,13 @@ func Open(dir string, o Options) (*Matcher, error) {
 		return nil, fmt.Errorf("open DB %s: %w", path, err)
 	}
 	m := &Matcher{
-		db:     DB{Built: desc.Built.UTC(), Schema: desc.SchemaVersion.String()},
-		path:   path,
-		id:     id,
-		cfg:    cfg,
-		reader: rdr,
-		sem:    make(chan struct{}, o.MaxConcurrent),
+		footprints: o.Footprints,
+		db:         DB{Built: desc.Built.UTC(), Schema: desc.SchemaVersion.String()},
+		path:       path,
+		id:         id,
+		cfg:        cfg,
+		reader:     rdr,
+		sem:        make(chan struct{}, o.MaxConcurrent),
 	}
 	if o.CacheBytes > 0 {
 		m.cache = newMatchCache(o.CacheBytes)
@@ -126,7 +130,8 @@ func Open(dir string, o Options) (*Matcher, error) {
 	}
 	vr := rdr
 	if ll, ok := rdr.(lowLevelReader); ok {
-		countStatements(ll.GetDB())
+		m.gdb = ll.GetDB()
+		countStatements(m.gdb)
 	}
 	if o.MemoBytes > 0 {
 		if m.memo, err = newMemoReader(rdr, o.MemoBytes); err == nil {
@@ -138,6 +143,7 @@ func Open(dir string, o Options) (*Matcher, error) {
 		}
 		vr = m.memo
 	}
+	m.base = vr
 	m.provider = v6.NewVulnerabilityProvider(vr)
 	m.dbInfo = dbInfo(m.provider, &vulnerability.ProviderStatus{
 		Built: m.db.Built, SchemaVersion: m.db.Schema, From: "", Path: path,
@@ -215,11 +221,6 @@ func (m *Matcher) Match(ctx context.Context, bom []byte) ([]byte, []Finding, err
 	return out, o.Findings(), nil
 }
 
-// Output is a match's CycloneDX report before it is encoded: a pass
-// compares its findings' fingerprint with the stored one and encodes it
-// only when they differ.
-type Output struct{ bom *cdx.BOM }
-
 // MatchOutput is Match without the encoding. bom is parsed once, by
 // Grype's SBOM provider; the check that it is CycloneDX reads its first
 // members only.
@@ -238,7 +239,12 @@ func (m *Matcher) MatchOutput(ctx context.Context, bom []byte) (*Output, error) 
 	if err != nil {
 		return nil, fmt.Errorf("decode SBOM: %w", err)
 	}
-	vm, err := m.cfg.vulnerabilityMatcher(m.provider, m.cache)
+	vp, rec := m.provider, (*recorder)(nil)
+	if m.footprints {
+		rec = newRecorder()
+		vp = v6.NewVulnerabilityProvider(&recordingReader{Reader: m.base, db: m.gdb, rec: rec})
+	}
+	vm, err := m.cfg.vulnerabilityMatcher(vp, m.cache, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -251,79 +257,16 @@ func (m *Matcher) MatchOutput(ctx context.Context, bom []byte) (*Output, error) 
 	if err != nil {
 		return nil, fmt.Errorf("match: %w", err)
 	}
-	doc, err := models.NewDocument(m.id, packages, pkgContext, *remaining, ignored, m.provider, nil, m.dbInfo,
+	doc, err := models.NewDocument(m.id, packages, pkgContext, *remaining, ignored, vp, nil, m.dbInfo,
 		models.SortStrategy(m.cfg.opts.SortBy.Criteria), m.cfg.opts.Timestamp, nil)
 	if err != nil {
 		return nil, fmt.Errorf("build report: %w", err)
 	}
-	return &Output{bom: m.present(doc, s)}, nil
-}
-
-// present is Grype's CycloneDX presenter (presenter/cyclonedx.Presenter.
-// Present) with the DB build added to the metadata properties, up to the
-// encoding (Output.Encode).
-func (m *Matcher) present(doc models.Document, s *sbom.SBOM) *cdx.BOM {
-	bom := cyclonedxhelpers.ToFormatModel(*s)
-	bom.Metadata.Tools = &cdx.ToolsChoice{
-		Components: &[]cdx.Component{{
-			Type: cdx.ComponentTypeApplication, Author: "anchore", Name: m.id.Name, Version: m.id.Version,
-		}},
+	o := &Output{bom: m.present(doc, s)}
+	if rec != nil {
+		o.footprint = rec.sorted()
 	}
-	vulns := make([]cdx.Vulnerability, 0, len(doc.Matches))
-	for _, match := range doc.Matches {
-		v, err := grypecdx.NewVulnerability(match)
-		if err != nil {
-			continue // as Grype's presenter does
-		}
-		vulns = append(vulns, v)
-	}
-	bom.Vulnerabilities = &vulns
-	setProperty(bom.Metadata, PropertyDBBuilt, m.db.Built.Format(time.RFC3339))
-	setProperty(bom.Metadata, PropertyDBSchema, m.db.Schema)
-	return bom
-}
-
-// Encode returns the report as Grype's presenter writes it.
-func (o *Output) Encode() ([]byte, error) {
-	var buf bytes.Buffer
-	enc := cdx.NewBOMEncoder(&buf, cdx.BOMFileFormatJSON)
-	enc.SetPretty(true)
-	enc.SetEscapeHTML(false)
-	if err := enc.EncodeVersion(o.bom, o.bom.SpecVersion); err != nil {
-		return nil, fmt.Errorf("encode CycloneDX: %w", err)
-	}
-	work.encodes.Add(1)
-	return buf.Bytes(), nil
-}
-
-// Findings returns the report's findings (FindingsOf).
-func (o *Output) Findings() []Finding { return FindingsOf(o.bom) }
-
-// Fingerprint is the contract's fingerprint of the report's findings, as
-// results-api computes it from the encoded report (finding.Of,
-// finding.Fingerprint). Reading them from the model rather than the JSON
-// cannot make a changed report look unchanged: the JSON encoding changes
-// no finding field except invalid UTF-8, which a stored fingerprint (made
-// from JSON) cannot hold, so equal fingerprints mean equal findings.
-func (o *Output) Fingerprint() ([]byte, error) {
-	fs, err := finding.Of(o.bom, 0)
-	if err != nil {
-		return nil, err
-	}
-	return finding.Fingerprint(fs), nil
-}
-
-func setProperty(md *cdx.Metadata, name, value string) {
-	var props []cdx.Property
-	if md.Properties != nil {
-		for _, p := range *md.Properties {
-			if p.Name != name {
-				props = append(props, p)
-			}
-		}
-	}
-	props = append(props, cdx.Property{Name: name, Value: value})
-	md.Properties = &props
+	return o, nil
 }
 
 // checkCycloneDX refuses JSON that is not a CycloneDX BOM before syft's

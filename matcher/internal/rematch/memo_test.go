@@ -63,6 +63,9 @@ func TestMatchMemoSameOutput(t *testing.T) {
 		{"memo=off,cache=on", Options{MemoBytes: -1}},
 		{"memo=on,cache=on", Options{}},
 		{"memo=64KiB,cache=off", Options{CacheBytes: -1, MemoBytes: smallMemo}},
+		// Skipping on: every match records its footprint (footprint.go).
+		{"memo=on,cache=on,footprints=on", Options{Footprints: true}},
+		{"memo=off,cache=off,footprints=on", Options{CacheBytes: -1, MemoBytes: -1, Footprints: true}},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			m := openWith(t, dir, v.o)
@@ -97,6 +100,37 @@ func TestMatchMemoSameOutput(t *testing.T) {
 				t.Fatalf("cache stats %+v", cache)
 			}
 		})
+	}
+}
+
+// TestFootprintSameFromMemory checks that a report's footprint does not
+// depend on where the answers came from: with the match cache and the DB
+// memo on (the second round answers from memory, the cache adding the keys
+// its answers were recorded with) it equals the footprint of a match that
+// asks the store everything.
+func TestFootprintSameFromMemory(t *testing.T) {
+	dir := writeDB(t, append(advisory.All(0), benchAdvisories(3000)...), fixtureBuilt)
+	in := cacheInputs(t)
+	plain := openWith(t, dir, Options{CacheBytes: -1, MemoBytes: -1, Footprints: true})
+	cached := openWith(t, dir, Options{Footprints: true})
+	for round := range 2 {
+		for n, bom := range in {
+			want, err := plain.MatchOutput(context.Background(), bom)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := cached.MatchOutput(context.Background(), bom)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(want.Footprint()) == 0 || !slices.Equal(want.Footprint(), got.Footprint()) {
+				t.Fatalf("%s round %d: footprint %d keys from memory, %d from the store", n, round,
+					len(got.Footprint()), len(want.Footprint()))
+			}
+		}
+	}
+	if cached.CacheStats().Hits == 0 {
+		t.Fatal("no match-cache hits: the test does not cover cached answers")
 	}
 }
 

@@ -25,19 +25,30 @@ type Metrics interface {
 	Report(o Outcome, took time.Duration)
 	// PassDone is called when a pass has handled every report.
 	PassDone(r Result)
+	// Skipped is called once per report recorded unchanged without a match
+	// because the DB diff cannot change it (Pass.Skip).
+	Skipped()
+	// SkipMismatch is called when a report the DB diff would have skipped,
+	// matched in full as a check, had other findings.
+	SkipMismatch()
 }
 
 type nopMetrics struct{}
+
+func (nopMetrics) Skipped()      {}
+func (nopMetrics) SkipMismatch() {}
 
 func (nopMetrics) Report(Outcome, time.Duration) {}
 func (nopMetrics) PassDone(Result)               {}
 
 // Counts are a pass's report counts; Total = Changed + Unchanged + Failed.
+// Skipped counts the unchanged reports recorded without a match (Pass.Skip).
 type Counts struct {
 	Total     int `json:"total"`
 	Changed   int `json:"changed"`
 	Unchanged int `json:"unchanged"`
 	Failed    int `json:"failed"`
+	Skipped   int `json:"skipped,omitempty"`
 }
 
 func (c *Counts) add(o Outcome) {

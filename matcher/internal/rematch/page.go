@@ -10,11 +10,14 @@ import (
 
 // handled is a report a page handled whose outcome is not saved yet.
 type handled struct {
-	digest  string
-	outcome Outcome
-	counted bool
-	record  bool // unchanged: its DB build is still to be recorded
-	took    time.Duration
+	digest    string
+	outcome   Outcome
+	counted   bool
+	record    bool // unchanged: its DB build is still to be recorded
+	took      time.Duration
+	skipped   bool       // by the DB diff, not matched
+	checked   bool       // skippable, matched in full as a check
+	footprint *footprint // to keep once the outcome is committed
 }
 
 // page runs the reports of one page that are not done yet with
@@ -38,7 +41,7 @@ type page struct {
 // nil (the page's last checkpoint has recorded and counted everything but
 // not saved it, so that the page's end and the next cursor are saved
 // together).
-func (p *Pass) runPage(ctx context.Context, m *Matcher, prog *progress, items []ReportRef) error {
+func (p *Pass) runPage(ctx context.Context, m *Matcher, plan *skipPlan, prog *progress, items []ReportRef) error {
 	done := make(map[string]bool, len(prog.Done))
 	for _, d := range prog.Done {
 		done[d] = true
@@ -54,7 +57,7 @@ func (p *Pass) runPage(ctx context.Context, m *Matcher, prog *progress, items []
 		wg.Go(func() {
 			for ref := range work {
 				start := time.Now()
-				h := p.handle(ctx, m, ref, uploading[ref.Digest], pg.beforeUpload)
+				h := p.handle(ctx, m, plan, ref, uploading[ref.Digest], pg.beforeUpload)
 				if ctx.Err() != nil {
 					// Not recorded: the report is redone on resume, and
 					// skipped then if its upload had landed.
@@ -124,6 +127,7 @@ func (pg *page) commit(ctx context.Context, save bool) error {
 		return ctx.Err() // not committed: redone on resume
 	}
 	prog := pg.prog
+	fps := map[string]footprint{}
 	for _, h := range pg.pending {
 		if h.record {
 			switch _, gone := slices.BinarySearch(missing, h.digest); {
@@ -136,11 +140,24 @@ func (pg *page) commit(ctx context.Context, save bool) error {
 		if h.counted {
 			pg.p.Metrics.Report(h.outcome, h.took)
 			prog.Counts.add(h.outcome)
+			if h.skipped && h.outcome == OutcomeUnchanged {
+				prog.Counts.Skipped++
+				pg.p.Metrics.Skipped()
+			}
+			if h.footprint != nil && h.outcome != OutcomeFailed {
+				fps[h.digest] = *h.footprint
+			}
 		}
 		prog.Done = append(prog.Done, h.digest)
 		prog.Uploading = slices.DeleteFunc(prog.Uploading, func(d string) bool { return d == h.digest })
 	}
 	pg.pending = pg.pending[:0]
+	if pg.p.Skip != nil && pg.p.Skip.Footprints != nil {
+		// A cache: a footprint not kept means a full match next time.
+		if err := pg.p.Skip.Footprints.put(fps); err != nil {
+			pg.p.Logger.WarnContext(ctx, "keeping report footprints failed", "reports", len(fps), "error", err)
+		}
+	}
 	if recErr != nil {
 		pg.p.Logger.WarnContext(ctx, "recording the DB build of unchanged reports failed", "reports", len(record), "error", recErr)
 	}

@@ -33,9 +33,12 @@ type Pass struct {
 	// a page. Whatever was not saved is matched again on resume, which
 	// changes nothing (see progress).
 	CheckpointEvery time.Duration
-	Metrics         Metrics      // default: none
-	Logger          *slog.Logger // default: discard
-	Now             func() time.Time
+	// Skip, when set, lets a pass skip the reports the DB update cannot
+	// change (skip.go); nil matches every report.
+	Skip    *Skip
+	Metrics Metrics      // default: none
+	Logger  *slog.Logger // default: discard
+	Now     func() time.Time
 }
 
 func (p *Pass) defaults() {
@@ -86,12 +89,13 @@ func (p *Pass) Run(ctx context.Context, m *Matcher) (Result, error) {
 		p.Logger.InfoContext(ctx, "starting rematch pass", "db_built", db.Built, "db_schema", db.Schema)
 	}
 
+	plan := p.planSkip(ctx, m)
 	for {
 		page, err := p.Client.ListReports(ctx, prog.Cursor, p.PageSize)
 		if err != nil {
 			return p.result(prog), fmt.Errorf("list reports: %w", err)
 		}
-		if err := p.runPage(ctx, m, prog, page.Items); err != nil {
+		if err := p.runPage(ctx, m, plan, prog, page.Items); err != nil {
 			return p.result(prog), err
 		}
 		prog.Cursor, prog.Done, prog.Uploading = page.NextCursor, nil, nil
@@ -127,7 +131,7 @@ func (p *Pass) result(prog *progress) Result {
 // (same findings fingerprint as stored) comes back with record set: its DB
 // build is recorded in a batch at the next checkpoint. wasUploading says an
 // earlier run of this pass started uploading it.
-func (p *Pass) handle(ctx context.Context, m *Matcher, ref ReportRef, wasUploading bool,
+func (p *Pass) handle(ctx context.Context, m *Matcher, plan *skipPlan, ref ReportRef, wasUploading bool,
 	beforeUpload func(digest string) error) handled {
 	h := handled{digest: ref.Digest, counted: true}
 	db := m.DB()
@@ -140,6 +144,16 @@ func (p *Pass) handle(ctx context.Context, m *Matcher, ref ReportRef, wasUploadi
 			h.outcome = OutcomeChanged
 		}
 		return h
+	}
+	if plan != nil {
+		if fp, ok := plan.skippable(ref); ok {
+			if !plan.check() {
+				h.outcome, h.record, h.skipped = OutcomeUnchanged, true, true
+				h.footprint = &footprint{Built: db.Built, Findings: fp.Findings, ids: fp.ids}
+				return h
+			}
+			h.checked = true
+		}
 	}
 	bom, err := p.Client.GetBOM(ctx, ref.Digest)
 	if err != nil {
@@ -161,6 +175,15 @@ func (p *Pass) handle(ctx context.Context, m *Matcher, ref ReportRef, wasUploadi
 	if err != nil {
 		h.outcome = p.fail(ctx, log, "compare findings", err)
 		return h
+	}
+	if h.checked && !same {
+		p.Metrics.SkipMismatch()
+		log.ErrorContext(ctx, "rematch skip check: a report the DB diff would have skipped has other findings; uploading it")
+	}
+	if fs := out.Footprint(); fs != nil && p.Skip != nil {
+		if now, err := out.Fingerprint(); err == nil {
+			h.footprint = &footprint{Built: db.Built, Findings: now, Keys: fs}
+		}
 	}
 	if same {
 		h.outcome, h.record = OutcomeUnchanged, true
