@@ -128,6 +128,13 @@ func Open(dir string, o Options) (*Matcher, error) {
 		_ = rdr.Close()
 		return nil, err
 	}
+	// Grype's store loads the EPSS date lazily and unguarded on its first
+	// GetEpss (grype/db/v6 vulnerability_decorator_store.go), so two first
+	// matches running at once race on it (the race detector caught it in
+	// TestMatchCacheConcurrent). Ask once here, before any match can run:
+	// that write then happens before them all. A DB without EPSS metadata
+	// fails here as it will in every match, and writes nothing.
+	_, _ = rdr.GetEpss("CVE-0000-0000")
 	vr := rdr
 	if ll, ok := rdr.(lowLevelReader); ok {
 		m.gdb = ll.GetDB()
