@@ -8,9 +8,11 @@
 # lines (its t.Log/t.Error output, indented by go test; a service's log
 # lines on stderr are not), so a failure's message is not lost among them.
 #
-#   hack/ci-report.sh STEP_LOG JSON_DIR [N]
+# A benchmark's JSON (BENCH_JSON_DIR) counts for the failures only.
+#
+#   hack/ci-report.sh STEP_LOG JSON_DIR [N] [BENCH_JSON_DIR]
 set -euo pipefail
-steps=$1 json=$2 n=${3:-10}
+steps=$1 json=$2 n=${3:-10} bench=${4:-}
 cd "$(dirname "$0")/.."
 
 echo "ci: step times"
@@ -22,6 +24,8 @@ fi
 
 shopt -s nullglob
 files=("$json"/*.json)
+benchfiles=()
+if [[ -n $bench ]]; then benchfiles=("$bench"/*.json); fi
 echo "ci: the $n slowest tests of ${#files[@]} go test -json files in $json"
 if ((${#files[@]} == 0)); then
 	echo "  (none)"
@@ -31,7 +35,7 @@ else
 	cat "${files[@]}" | bin/gotestsum tool slowest --threshold 0 --num "$n" | sed 's/^/  /'
 fi
 
-failed=$(cat "${files[@]}" /dev/null | jq -rn --argjson max 30 '
+failed=$(cat "${files[@]}" "${benchfiles[@]}" /dev/null | jq -rn --argjson max 30 '
 	[inputs | select(.Test != null)] | group_by(.Package + " " + .Test)
 	| map(select(any(.[]; .Action == "fail"))) | .[]
 	| "  \(.[0].Package) \(.[0].Test)",

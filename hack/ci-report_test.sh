@@ -23,7 +23,16 @@ printf '{"Action":"output","Package":"example.com/p0","Test":"TestFails","Output
 printf '{"Action":"output","Package":"example.com/p0","Test":"TestFails","Output":"    flood_test.go:115: got 200, want 503\\n"}\n' >>"$f"
 printf '{"Action":"fail","Package":"example.com/p0","Test":"TestFails","Elapsed":0}\n' >>"$f"
 
-out=$("$root/hack/ci-report.sh" "$work/steps.tsv" "$work/json")
+# Benchmarks apart: one failed (reported), one only started (go test -json
+# gives a benchmark no pass event; not a failure).
+mkdir "$work/bench"
+f=$work/bench/bench-m.json
+printf '{"Action":"run","Package":"example.com/b","Test":"BenchmarkRuns"}\n' >>"$f"
+printf '{"Action":"run","Package":"example.com/b","Test":"BenchmarkFails"}\n' >>"$f"
+printf '{"Action":"output","Package":"example.com/b","Test":"BenchmarkFails","Output":"    bench_test.go:42: 3 findings, want 24\\n"}\n' >>"$f"
+printf '{"Action":"fail","Package":"example.com/b","Test":"BenchmarkFails","Elapsed":1}\n' >>"$f"
+
+out=$("$root/hack/ci-report.sh" "$work/steps.tsv" "$work/json" 10 "$work/bench")
 failures=0
 check() {
 	if grep -qE "$2" <<<"$out"; then echo "ok   $1"; else echo "FAIL $1: no line matching $2 in:"; echo "$out"; failures=$((failures + 1)); fi
@@ -39,6 +48,13 @@ else
 fi
 check "a failed test named" '^  example.com/p0 TestFails$'
 check "its message" '^        flood_test.go:115: got 200, want 503$'
+check "a failed benchmark named" '^  example.com/b BenchmarkFails$'
+check "its message" '^        bench_test.go:42: 3 findings, want 24$'
+if grep -q 'BenchmarkRuns' <<<"$out"; then
+	echo "FAIL a benchmark without a fail event among the failed:"; echo "$out"; failures=$((failures + 1))
+else
+	echo "ok   a started benchmark is not a failure"
+fi
 if grep -q 'ERROR request failed' <<<"$out"; then
 	echo "FAIL a service's log line among the failed tests' lines:"; echo "$out"; failures=$((failures + 1))
 else

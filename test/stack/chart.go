@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +27,37 @@ var ChartImages = []string{"operator", "results-api", "uploader", "matcher", "no
 // ImageRegistry is the chart's global.imageRegistry for this stack: every
 // image is pulled as <ImageRegistry>/crowsnest-<name>:<tag>.
 func (s *Stack) ImageRegistry() string { return s.Registry.Host + "/crowsnest" }
+
+// NetworkPolicyPorts are the chart's global.networkPolicy port lists for
+// this stack's cluster: apiServer (apiServerPorts) adds kube-apiserver's own
+// port to the chart's defaults, scanEgress (scanEgressPorts) adds the
+// registry's to 443. The enforcer (kube-router) judges the port a Pod
+// connects to after the kubernetes Service's translation, so without them
+// the components cannot list RBAC or Pods and scan Pods cannot pull. Both the
+// chart suite's helm install and the Tilt dev values use them.
+func (s *Stack) NetworkPolicyPorts() (apiServer, scanEgress []int, err error) {
+	api, err := portOf(s.Cluster.Config.Host)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kube-apiserver port: %w", err)
+	}
+	reg, err := portOf("http://" + s.Registry.Host)
+	if err != nil {
+		return nil, nil, fmt.Errorf("registry port: %w", err)
+	}
+	return []int{443, 6443, api}, []int{443, reg}, nil
+}
+
+func portOf(rawURL string) (int, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return 0, err
+	}
+	p, err := strconv.Atoi(u.Port())
+	if err != nil {
+		return 0, fmt.Errorf("no port in %q", rawURL)
+	}
+	return p, nil
+}
 
 // startChartCluster makes the stack a cluster to install the chart into
 // (Options.Chart): Postgres reachable from Pods (the chart's external

@@ -42,11 +42,22 @@ func (s *Stack) writeDevFiles() error {
 		return fmt.Errorf("dev loop files: %w", err)
 	}
 	reg := s.ImageRegistry()
+	apiServerPorts, scanEgressPorts, err := s.NetworkPolicyPorts()
+	if err != nil {
+		return fmt.Errorf("dev values: %w", err)
+	}
 	values := map[string]any{
-		"global": map[string]any{"scan": map[string]any{"admissionPolicy": map[string]any{
-			// Tilt rewrites the operator's uploader image to its own build.
-			"extraScanImages": []string{reg + "/crowsnest-uploader:*"},
-		}}},
+		"global": map[string]any{
+			"scan": map[string]any{"admissionPolicy": map[string]any{
+				// Tilt rewrites the operator's uploader image to its own build.
+				"extraScanImages": []string{reg + "/crowsnest-uploader:*"},
+			}},
+			// The enforced NetworkPolicies need this cluster's ports, as
+			// in the chart suite's install: without them results-api's Pods
+			// cannot list RoleBindings once kube-router has synced their
+			// policy, and restart.
+			"networkPolicy": map[string]any{"apiServerPorts": apiServerPorts, "scanEgressPorts": scanEgressPorts},
+		},
 		"operator": map[string]any{
 			"extraArgs":  []string{"--insecure-registries=" + s.Registry.Host},
 			"grypeImage": map[string]any{"repository": reg + "/crowsnest-grype"},

@@ -59,6 +59,10 @@ func TestChartOnTheRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	registryHost := cluster.Registry.Host
+	apiServerPorts, scanEgressPorts, err := cluster.NetworkPolicyPorts()
+	if err != nil {
+		t.Fatal(err)
+	}
 	args := []string{"install", release, filepath.Join(cluster.Options.Root, "helm", "crowsnest"), "-n", namespace,
 		// The README's values.
 		"--set", "global.scan.namespaces={" + scanned + "}", "--set", "defaultScanner.enabled=true",
@@ -73,8 +77,8 @@ func TestChartOnTheRealNode(t *testing.T) {
 		// The enforced NetworkPolicies (netpol_test.go): scan Pods pull from
 		// the registry's port, the components reach kube-apiserver on its
 		// port (policies judge the port after the Service's translation).
-		"--set", "global.networkPolicy.scanEgressPorts={443," + port(t, "http://"+registryHost) + "}",
-		"--set", "global.networkPolicy.apiServerPorts={443,6443," + port(t, cluster.Cluster.Config.Host) + "}",
+		"--set", "global.networkPolicy.scanEgressPorts={" + joinInts(scanEgressPorts) + "}",
+		"--set", "global.networkPolicy.apiServerPorts={" + joinInts(apiServerPorts) + "}",
 	}
 	start := time.Now()
 	if out, err := tool(ctx, t, "helm", args...); err != nil {

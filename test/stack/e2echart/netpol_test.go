@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,12 +135,11 @@ func waitDefaultServiceAccount(ctx context.Context, t *testing.T, c kubernetes.I
 	}
 }
 
-// port is the port of a URL (kube-apiserver's, the registry's).
-func port(t *testing.T, rawURL string) string {
-	t.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Port() == "" {
-		t.Fatalf("no port in %q: %v", rawURL, err)
+// joinInts is a Helm --set list's items: 443,6443,36129.
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
 	}
-	return u.Port()
+	return strings.Join(s, ",")
 }
