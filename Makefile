@@ -158,7 +158,8 @@ gotest = mkdir -p $(or $(5),$(TEST_JSON)) && cd $(2) && GOWORK=off $(3) gotestsu
 timed = $(if $(CROWSNEST_STEP_LOG),start=$$SECONDS; trap 'rc=$$?; printf "%s\t%s\t%s\n" $@ $$((SECONDS - start)) $$rc >>"$(CROWSNEST_STEP_LOG)"; echo "step $@: $$((SECONDS - start)) s (exit $$rc)"' EXIT;)
 
 # Go suites: test-NAME runs go test $(GO_TEST_FLAGS) ./... in each module of
-# suite_NAME (with suite_env_NAME). Every code module with tests is in one
+# suite_NAME (with suite_env_NAME), every module also after one fails, the
+# target failing if any did. Every code module with tests is in one
 # suite or is E2E_MODULE: hack/verify-modules.sh checks it.
 GO_SUITES := api operator-api uploader tools support operator results-api matcher notifier kubectl-plugin chart images
 suite_api := api
@@ -179,7 +180,7 @@ E2E_MODULE := test/stack
 
 .PHONY: $(addprefix test-,$(GO_SUITES))
 $(addprefix test-,$(GO_SUITES)): test-%: tool-gotestsum
-	$(timed) $(foreach m,$(suite_$*),($(call gotest,$(call module_name,$(m)),$(m),$(suite_env_$*),$(GO_TEST_FLAGS) ./...));)
+	$(timed) rc=0; $(foreach m,$(suite_$*),($(call gotest,$(call module_name,$(m)),$(m),$(suite_env_$*),$(GO_TEST_FLAGS) ./...)) || rc=1;) exit $$rc
 
 test-api: ## Shared contracts: every subject, exit code and path pinned.
 test-operator-api: ## The operator's CRD types (Scanner, ClusterScanner).
