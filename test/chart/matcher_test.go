@@ -120,6 +120,37 @@ func checkMatcherPod(t *testing.T, m *PodTemplate, rematch bool) {
 	}
 }
 
+// TestMatcherRematchSkip: matcher.rematchSkip reaches the matcher's
+// --rematch-skip and --rematch-skip-check as given, the defaults being the
+// matcher's own (skip on, 2% checked).
+func TestMatcherRematchSkip(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"defaults", scanTeamA, []string{"--rematch-skip=true", "--rematch-skip-check=0.02"}},
+		{"off, every skippable report checked", withScan("--set", "matcher.rematchSkip.enabled=false", "--set", "matcher.rematchSkip.checkFraction=1"),
+			[]string{"--rematch-skip=false", "--rematch-skip-check=1"}},
+		{"no check", withScan("--set", "matcher.rematchSkip.checkFraction=0"), []string{"--rematch-skip=true", "--rematch-skip-check=0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, err := Template(ctx, repoRoot, releaseNS, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := container(t, objs, "StatefulSet/crowsnest-matcher")
+			for _, a := range tc.want {
+				if !slices.Contains(c.Args, a) {
+					t.Errorf("matcher args %q lack %s", c.Args, a)
+				}
+			}
+		})
+	}
+}
+
 // TestNotifierNetworkFlows: the notifier reaches NATS, DNS and its
 // receivers' ports, nothing of Crowsnest's data (Postgres, results-api's
 // database) and no other port.

@@ -60,6 +60,7 @@ func TestRejectedValues(t *testing.T) {
 		{"a scan namespace that is no DNS label", []string{"--set", "global.scan.namespaces={Team_A}"}, "/global/scan/namespaces/0"},
 		{"Prometheus ServiceAccount without a namespace", withScan("--set", "monitoring.prometheusServiceAccount.name=prometheus"),
 			"/monitoring/prometheusServiceAccount"},
+		{"a skip check above every report", withScan("--set", "matcher.rematchSkip.checkFraction=1.5"), "/matcher/rematchSkip/checkFraction"},
 		{"no port for scan Pods' egress", withScan("--set", "global.networkPolicy.scanEgressPorts={}"), "scanEgressPorts"},
 		// Tokens never cross an Ingress in clear text by default.
 		{"ingress without TLS", withScan("--set", "resultsApi.ingress.enabled=true"),

@@ -41,7 +41,15 @@ type Matcher struct {
 	UpstreamURL        string             `json:"upstreamURL" jsonschema:"description=Grype DB listing the matcher fetches from; empty: Grype's public URL; off: none (air gap: import archives),pattern=^$|^off$|^https?://"`
 	CheckInterval      string             `json:"checkInterval" jsonschema:"description=Time between checks of the upstream listing (--check-interval),pattern=^([0-9]+(ms|s|m|h))+$"`
 	RematchConcurrency int                `json:"rematchConcurrency" jsonschema:"description=Reports re-matched at once after a DB change (--rematch-concurrency),minimum=1,maximum=16"`
+	RematchSkip        MatcherRematchSkip `json:"rematchSkip"`
 	Persistence        MatcherPersistence `json:"persistence"`
+}
+
+// MatcherRematchSkip is the matcher's skipping of the reports a DB update
+// cannot change (docs/matcher.md).
+type MatcherRematchSkip struct {
+	Enabled       bool    `json:"enabled" jsonschema:"description=Skip re-matching the reports whose recorded lookups meet no row that changed since the previous DB (--rematch-skip); false: match every report on every update"`
+	CheckFraction float64 `json:"checkFraction" jsonschema:"description=Fraction of the skippable reports matched in full anyway to check the skip; a mismatch counts in crowsnest_rematch_skip_mismatch_total (--rematch-skip-check),minimum=0,maximum=1"`
 }
 
 // MatcherPersistence is the matcher's data volume: a claim, or an emptyDir
