@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 )
 
 // consumeLoop sets up the stream and the durable consumer, retrying until
@@ -73,24 +74,39 @@ func (b *Bus) startConsumer(ctx context.Context, cfg jetstream.ConsumerConfig, h
 	return c.Consume(func(m jetstream.Msg) { handle(ctx, m) })
 }
 
+// handle applies a scan status (job done, scan failed) to its digest.
 func (b *Bus) handle(ctx context.Context, m jetstream.Msg) {
+	applyEvent(ctx, b, m, scanStatus, "apply scan status",
+		func(st report.ScanStatus) []any { return []any{"digest", st.Digest} }, b.o.Store.ApplyScan)
+}
+
+// applyEvent is every consumer's path for one message: an event that fails
+// validation is terminated (the same bytes will never be valid, so not
+// NAKed) and counted as rejected; a valid one whose payload does not
+// convert is poison; otherwise write runs under apply. It returns the
+// converted value and whether the write succeeded and changed the store.
+func applyEvent[T any](ctx context.Context, b *Bus, m jetstream.Msg, convert func(eventsv1.Event) (T, error),
+	what string, attrs func(T) []any, write func(context.Context, T) (bool, error)) (T, eventsv1.Event, bool) {
+	var zero T
 	subject := m.Subject()
 	ev, err := parse(subject, m.Data())
 	if err != nil {
-		// Terminated, not NAKed: the same bytes will never be valid.
 		_ = m.Term()
 		b.rejected(subject, ev, err)
-		return
+		return zero, ev, false
 	}
-	st, err := scanStatus(ev)
+	v, err := convert(ev)
 	if err != nil {
 		b.poison(m, subject, err)
-		return
+		return zero, ev, false
 	}
-	b.apply(ctx, m, "apply scan status", []any{"digest", st.Digest}, func(ctx context.Context) error {
-		_, err := b.o.Store.ApplyScan(ctx, st)
+	var changed bool
+	ok := b.apply(ctx, m, what, attrs(v), func(ctx context.Context) error {
+		var err error
+		changed, err = write(ctx, v)
 		return err
 	})
+	return v, ev, ok && changed
 }
 
 // apply runs a parsed message's store write and settles the message: acked

@@ -42,25 +42,9 @@ func inventory(ev eventsv1.Event) (store.Inventory, error) {
 // redelivered one is acknowledged without effect (the store compares event
 // times), a failed apply is NAKed and redelivered.
 func (b *Bus) handleInventory(ctx context.Context, m jetstream.Msg) {
-	subject := m.Subject()
-	ev, err := parse(subject, m.Data())
-	if err != nil {
-		_ = m.Term()
-		b.rejected(subject, ev, err)
-		return
-	}
-	inv, err := inventory(ev)
-	if err != nil {
-		b.poison(m, subject, err)
-		return
-	}
-	var applied bool
-	ok := b.apply(ctx, m, "apply inventory", []any{"namespace", inv.Namespace}, func(ctx context.Context) error {
-		var err error
-		applied, err = b.o.Store.ApplyInventory(ctx, inv)
-		return err
-	})
-	if ok && applied && b.o.OnInventory != nil {
+	inv, _, applied := applyEvent(ctx, b, m, inventory, "apply inventory",
+		func(inv store.Inventory) []any { return []any{"namespace", inv.Namespace} }, b.o.Store.ApplyInventory)
+	if applied && b.o.OnInventory != nil {
 		b.o.OnInventory(inv.Namespace)
 	}
 }

@@ -41,25 +41,9 @@ func servedDB(ev eventsv1.Event) (store.ServedDB, error) {
 // is acknowledged without effect (the store compares event times), a
 // failed write is NAKed and redelivered.
 func (b *Bus) handleVulnDB(ctx context.Context, m jetstream.Msg) {
-	subject := m.Subject()
-	ev, err := parse(subject, m.Data())
-	if err != nil {
-		_ = m.Term()
-		b.rejected(subject, ev, err)
-		return
-	}
-	db, err := servedDB(ev)
-	if err != nil {
-		b.poison(m, subject, err)
-		return
-	}
-	var recorded bool
-	ok := b.apply(ctx, m, "record served vulndb", []any{"db_built", db.Built}, func(ctx context.Context) error {
-		var err error
-		recorded, err = b.o.Store.RecordServedDB(ctx, db)
-		return err
-	})
-	if ok && recorded {
+	db, ev, recorded := applyEvent(ctx, b, m, servedDB, "record served vulndb",
+		func(db store.ServedDB) []any { return []any{"db_built", db.Built} }, b.o.Store.RecordServedDB)
+	if recorded {
 		b.o.Logger.Info("served vulndb recorded", "db_built", db.Built, "db_schema", db.Schema, "id", clipID(ev.ID))
 	}
 }
