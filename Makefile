@@ -189,9 +189,17 @@ test-tools: ## Tests of the tool modules: the Grype fixture/DB builders.
 test-support: kube-assets pg-install ## Smoke-test the real backends: envtest control plane, Postgres, JetStream.
 test-operator: test-operator-api kube-assets pg-install ## Operator tests on envtest, embedded NATS and a real results-api (on Postgres); test-operator-api first.
 test-results-api: kube-assets pg-install tool-grype ## results-api tests on a real Postgres, embedded NATS and the envtest API server (TokenReview); the OpenVEX export through the Grype CLI (bin/grype).
-# The matcher's rematch package runs Grype under the race detector for
-# 12–20 minutes on 2 cores: more room than the other suites' 20.
-test-matcher: GO_TEST_FLAGS := -count=1 -race -timeout=35m
+# The matcher's exactness tests (Grype's output byte for byte with memo,
+# cache and footprints on and off; the skip property over generated DB
+# pairs; the bounds and statement counts) match on one goroutine: they run
+# without the race detector (about 100 s here; 13 min under it), the rest
+# of the suite, the concurrent matches and passes among it, with it.
+MATCHER_EXACTNESS := ^(TestMatchMemoSameOutput|TestSkipProperty|TestMatchCacheBounded|TestFootprintSameFromMemory|TestMemoStatements)$$
+test-matcher: GO_TEST_FLAGS := -count=1 -race -timeout=20m -skip '$(MATCHER_EXACTNESS)'
+test-matcher: test-matcher-exactness
+.PHONY: test-matcher-exactness
+test-matcher-exactness: pg-install tool-grype tool-gotestsum ## The matcher's single-goroutine exactness tests, without the race detector (make test-matcher runs them first).
+	$(timed) $(call gotest,matcher-exactness,matcher,$(suite_env_matcher),-count=1 -timeout=20m -run '$(MATCHER_EXACTNESS)' ./internal/rematch/)
 test-matcher: pg-install tool-grype ## matcher tests: real Grype library on DBs written with Grype's writer, Grype's own DB client, a real results-api, byte for byte against the Grype CLI (bin/grype).
 test-notifier: ## notifier tests: real JetStream with the contract's users, real HTTP receivers, a real Alertmanager built from its module, a SIGKILLed child notifier.
 test-kubectl-plugin: kube-assets pg-install ## kubectl-crowsnest: unit tests and krew manifest, then every command against a real kube-apiserver and results-api (Postgres, JetStream).
