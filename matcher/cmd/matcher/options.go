@@ -20,28 +20,31 @@ import (
 // DefaultDataDir is where the DB volume is mounted unless told otherwise.
 const DefaultDataDir = "/var/lib/crowsnest/matcher"
 
-// serveOptions are `matcher serve`'s flags; each has a CROWSNEST_* default.
-type serveOptions struct {
-	listen, dataDir, upstreamURL string
-	adminTokenFile, logLevel     string
-	logFormat                    string
-	checkInterval                time.Duration
-	listingTimeout               time.Duration
-	downloadTimeout              time.Duration
-	shutdownTimeout              time.Duration
-	maxArchiveBytes, maxDBBytes  int64
-	importTimeout                time.Duration
-	allowInsecureUpstream        bool
-	metrics                      bool
+// Options are `matcher serve`'s configuration: every field is a flag, and
+// every flag takes its default from a CROWSNEST_* environment variable.
+// parseServe fills and validates them; serve wires the matcher from them.
+// (`matcher db import` and `db status` bind a few of the same flags.)
+type Options struct {
+	Listen, DataDir, UpstreamURL string
+	AdminTokenFile, LogLevel     string
+	LogFormat                    string
+	CheckInterval                time.Duration
+	ListingTimeout               time.Duration
+	DownloadTimeout              time.Duration
+	ShutdownTimeout              time.Duration
+	MaxArchiveBytes, MaxDBBytes  int64
+	ImportTimeout                time.Duration
+	AllowInsecureUpstream        bool
+	Metrics                      bool
 
 	// Re-match (off without a results-api URL and token file).
-	resultsAPIURL, resultsAPITokenFile string
-	rematchConcurrency                 int
-	rematchSkip                        bool
-	rematchSkipCheck                   float64
+	ResultsAPIURL, ResultsAPITokenFile string
+	RematchConcurrency                 int
+	RematchSkip                        bool
+	RematchSkipCheck                   float64
 	// Events (off without a NATS URL).
-	natsURL string
-	nats    eventsv1.Credentials
+	NATSURL string
+	NATS    eventsv1.Credentials
 }
 
 type envFunc func(key, def string) string
@@ -55,43 +58,46 @@ func envLookup(getenv func(string) string) envFunc {
 	}
 }
 
-// bindServeFlags registers `matcher serve`'s flags on fs.
-func bindServeFlags(fs *flag.FlagSet, o *serveOptions, env envFunc) {
-	fs.StringVar(&o.listen, "listen", env("CROWSNEST_LISTEN", ":8080"), "address to serve HTTP on (env CROWSNEST_LISTEN)")
-	bindDataDir(fs, &o.dataDir, env)
-	fs.StringVar(&o.upstreamURL, "upstream-url", env("CROWSNEST_UPSTREAM_URL", vulndb.DefaultUpstreamURL),
+// BindFlags registers every option on fs. A flag's default is its
+// CROWSNEST_* environment variable when getenv has one (so --help shows what
+// applies), else the built-in one; the command line wins over both.
+func (o *Options) BindFlags(fs *flag.FlagSet, getenv func(string) string) {
+	env := envLookup(getenv)
+	fs.StringVar(&o.Listen, "listen", env("CROWSNEST_LISTEN", ":8080"), "address to serve HTTP on (env CROWSNEST_LISTEN)")
+	bindDataDir(fs, &o.DataDir, env)
+	fs.StringVar(&o.UpstreamURL, "upstream-url", env("CROWSNEST_UPSTREAM_URL", vulndb.DefaultUpstreamURL),
 		"Grype DB update URL to fetch from (listing at URL/v6/latest.json, or a URL ending in .json); \"off\" fetches nothing (air gap) (env CROWSNEST_UPSTREAM_URL)")
-	fs.BoolVar(&o.allowInsecureUpstream, "allow-insecure-upstream", cli.EnvBool(env("CROWSNEST_ALLOW_INSECURE_UPSTREAM", ""), false),
+	fs.BoolVar(&o.AllowInsecureUpstream, "allow-insecure-upstream", cli.EnvBool(env("CROWSNEST_ALLOW_INSECURE_UPSTREAM", ""), false),
 		"accept a plain http:// --upstream-url (a mirror on a trusted network, tests); anyone on the path can then choose the DB (env CROWSNEST_ALLOW_INSECURE_UPSTREAM)")
-	fs.DurationVar(&o.checkInterval, "check-interval", cli.EnvDuration(env("CROWSNEST_CHECK_INTERVAL", ""), 6*time.Hour), "time between checks of the upstream listing (env CROWSNEST_CHECK_INTERVAL)")
-	fs.DurationVar(&o.listingTimeout, "listing-timeout", cli.EnvDuration(env("CROWSNEST_LISTING_TIMEOUT", ""), 30*time.Second), "deadline of a listing request (env CROWSNEST_LISTING_TIMEOUT)")
-	fs.DurationVar(&o.downloadTimeout, "download-timeout", cli.EnvDuration(env("CROWSNEST_DOWNLOAD_TIMEOUT", ""), 10*time.Minute), "deadline of a DB archive download (env CROWSNEST_DOWNLOAD_TIMEOUT)")
-	bindLimits(fs, &o.maxArchiveBytes, &o.maxDBBytes, &o.importTimeout, env)
-	fs.StringVar(&o.adminTokenFile, "admin-token-file", env("CROWSNEST_ADMIN_TOKEN_FILE", ""),
+	fs.DurationVar(&o.CheckInterval, "check-interval", cli.EnvDuration(env("CROWSNEST_CHECK_INTERVAL", ""), 6*time.Hour), "time between checks of the upstream listing (env CROWSNEST_CHECK_INTERVAL)")
+	fs.DurationVar(&o.ListingTimeout, "listing-timeout", cli.EnvDuration(env("CROWSNEST_LISTING_TIMEOUT", ""), 30*time.Second), "deadline of a listing request (env CROWSNEST_LISTING_TIMEOUT)")
+	fs.DurationVar(&o.DownloadTimeout, "download-timeout", cli.EnvDuration(env("CROWSNEST_DOWNLOAD_TIMEOUT", ""), 10*time.Minute), "deadline of a DB archive download (env CROWSNEST_DOWNLOAD_TIMEOUT)")
+	bindLimits(fs, &o.MaxArchiveBytes, &o.MaxDBBytes, &o.ImportTimeout, env)
+	fs.StringVar(&o.AdminTokenFile, "admin-token-file", env("CROWSNEST_ADMIN_TOKEN_FILE", ""),
 		"file holding the admin token allowed to upload DB archives (POST "+dbserve.ImportPath+"); without one, uploads are refused (env CROWSNEST_ADMIN_TOKEN_FILE)")
-	fs.BoolVar(&o.metrics, "metrics", cli.EnvBool(env("CROWSNEST_METRICS", ""), true), "serve Prometheus metrics at /metrics (env CROWSNEST_METRICS)")
-	fs.StringVar(&o.logLevel, "log-level", env("CROWSNEST_LOG_LEVEL", "info"), "debug, info, warn or error (env CROWSNEST_LOG_LEVEL)")
-	fs.StringVar(&o.logFormat, "log-format", env("CROWSNEST_LOG_FORMAT", "json"), "log format: json or text (env CROWSNEST_LOG_FORMAT)")
-	bindRematchFlags(fs, o, env)
-	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", cli.EnvDuration(env("CROWSNEST_SHUTDOWN_TIMEOUT", ""), 20*time.Second), "time to finish downloads in flight and stop a re-match pass on SIGTERM (env CROWSNEST_SHUTDOWN_TIMEOUT)")
+	fs.BoolVar(&o.Metrics, "metrics", cli.EnvBool(env("CROWSNEST_METRICS", ""), true), "serve Prometheus metrics at /metrics (env CROWSNEST_METRICS)")
+	fs.StringVar(&o.LogLevel, "log-level", env("CROWSNEST_LOG_LEVEL", "info"), "debug, info, warn or error (env CROWSNEST_LOG_LEVEL)")
+	fs.StringVar(&o.LogFormat, "log-format", env("CROWSNEST_LOG_FORMAT", "json"), "log format: json or text (env CROWSNEST_LOG_FORMAT)")
+	o.bindRematchFlags(fs, env)
+	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", cli.EnvDuration(env("CROWSNEST_SHUTDOWN_TIMEOUT", ""), 20*time.Second), "time to finish downloads in flight and stop a re-match pass on SIGTERM (env CROWSNEST_SHUTDOWN_TIMEOUT)")
 }
 
-func bindRematchFlags(fs *flag.FlagSet, o *serveOptions, env envFunc) {
-	fs.StringVar(&o.resultsAPIURL, "results-api-url", env("CROWSNEST_RESULTS_API_URL", ""),
+func (o *Options) bindRematchFlags(fs *flag.FlagSet, env envFunc) {
+	fs.StringVar(&o.ResultsAPIURL, "results-api-url", env("CROWSNEST_RESULTS_API_URL", ""),
 		"results-api base URL whose stored reports are re-matched when the DB changes, e.g. http://crowsnest-results-api:8080; empty turns re-matching off (env CROWSNEST_RESULTS_API_URL)")
-	fs.StringVar(&o.resultsAPITokenFile, "results-api-token-file", env("CROWSNEST_RESULTS_API_TOKEN_FILE", ""),
+	fs.StringVar(&o.ResultsAPITokenFile, "results-api-token-file", env("CROWSNEST_RESULTS_API_TOKEN_FILE", ""),
 		"file holding the bearer token for results-api with the rematch scope (the matcher's projected service-account token), read on every request; empty turns re-matching off (env CROWSNEST_RESULTS_API_TOKEN_FILE)")
-	fs.IntVar(&o.rematchConcurrency, "rematch-concurrency", int(cli.EnvInt(env("CROWSNEST_REMATCH_CONCURRENCY", ""), 2)),
+	fs.IntVar(&o.RematchConcurrency, "rematch-concurrency", int(cli.EnvInt(env("CROWSNEST_REMATCH_CONCURRENCY", ""), 2)),
 		"reports re-matched at once (env CROWSNEST_REMATCH_CONCURRENCY)")
-	fs.BoolVar(&o.rematchSkip, "rematch-skip", cli.EnvBool(env("CROWSNEST_REMATCH_SKIP", ""), true),
+	fs.BoolVar(&o.RematchSkip, "rematch-skip", cli.EnvBool(env("CROWSNEST_REMATCH_SKIP", ""), true),
 		"skip re-matching the reports a DB update cannot change (their recorded lookups meet no row that changed since the previous DB); false matches every report (env CROWSNEST_REMATCH_SKIP)")
-	fs.Float64Var(&o.rematchSkipCheck, "rematch-skip-check", envFloat(env("CROWSNEST_REMATCH_SKIP_CHECK", ""), 0.02),
+	fs.Float64Var(&o.RematchSkipCheck, "rematch-skip-check", envFloat(env("CROWSNEST_REMATCH_SKIP_CHECK", ""), 0.02),
 		"fraction of the reports a pass would skip that it matches in full anyway to check the skip (and the first one always); a mismatch counts in crowsnest_rematch_skip_mismatch_total (env CROWSNEST_REMATCH_SKIP_CHECK)")
-	fs.StringVar(&o.natsURL, "nats-url", env("CROWSNEST_NATS_URL", ""), "NATS URL for events, e.g. nats://nats:4222; empty turns events off (env CROWSNEST_NATS_URL)")
-	fs.StringVar(&o.nats.User, "nats-user", env("CROWSNEST_NATS_USER", ""), "NATS user (the chart's bundled NATS: matcher), with --nats-password-file (env CROWSNEST_NATS_USER)")
-	fs.StringVar(&o.nats.PasswordFile, "nats-password-file", env("CROWSNEST_NATS_PASSWORD_FILE", ""), "file holding the NATS user's password (env CROWSNEST_NATS_PASSWORD_FILE)")
-	fs.StringVar(&o.nats.CredsFile, "nats-creds", env("CROWSNEST_NATS_CREDS", ""), "NATS .creds file (JWT and NKey seed), instead of user and password (env CROWSNEST_NATS_CREDS)")
-	fs.StringVar(&o.nats.NKeyFile, "nats-nkey-file", env("CROWSNEST_NATS_NKEY_FILE", ""), "file holding an NKey seed, instead of user and password (env CROWSNEST_NATS_NKEY_FILE)")
+	fs.StringVar(&o.NATSURL, "nats-url", env("CROWSNEST_NATS_URL", ""), "NATS URL for events, e.g. nats://nats:4222; empty turns events off (env CROWSNEST_NATS_URL)")
+	fs.StringVar(&o.NATS.User, "nats-user", env("CROWSNEST_NATS_USER", ""), "NATS user (the chart's bundled NATS: matcher), with --nats-password-file (env CROWSNEST_NATS_USER)")
+	fs.StringVar(&o.NATS.PasswordFile, "nats-password-file", env("CROWSNEST_NATS_PASSWORD_FILE", ""), "file holding the NATS user's password (env CROWSNEST_NATS_PASSWORD_FILE)")
+	fs.StringVar(&o.NATS.CredsFile, "nats-creds", env("CROWSNEST_NATS_CREDS", ""), "NATS .creds file (JWT and NKey seed), instead of user and password (env CROWSNEST_NATS_CREDS)")
+	fs.StringVar(&o.NATS.NKeyFile, "nats-nkey-file", env("CROWSNEST_NATS_NKEY_FILE", ""), "file holding an NKey seed, instead of user and password (env CROWSNEST_NATS_NKEY_FILE)")
 }
 
 func bindDataDir(fs *flag.FlagSet, dir *string, env envFunc) {
@@ -106,44 +112,57 @@ func bindLimits(fs *flag.FlagSet, archive, db *int64, timeout *time.Duration, en
 		"deadline of one import (unpack, checks, indexes, activation), after the download or upload (env CROWSNEST_IMPORT_TIMEOUT)")
 }
 
-func parseServe(args []string, getenv func(string) string, out io.Writer) (serveOptions, error) {
-	var o serveOptions
+// parseServe parses `matcher serve`'s args over getenv's CROWSNEST_*
+// defaults and validates them; -h prints to out and returns flag.ErrHelp.
+func parseServe(args []string, getenv func(string) string, out io.Writer) (Options, error) {
+	var o Options
 	fs := flag.NewFlagSet("matcher serve", flag.ContinueOnError)
 	fs.SetOutput(out)
-	bindServeFlags(fs, &o, envLookup(getenv))
+	o.BindFlags(fs, getenv)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if o.upstreamURL == "off" {
-		o.upstreamURL = ""
+	if o.UpstreamURL == "off" {
+		o.UpstreamURL = ""
 	}
-	if o.upstreamURL != "" {
-		err := vulndb.CheckUpstreamURL(o.upstreamURL, o.allowInsecureUpstream)
+	if err := o.Validate(); err != nil {
+		return o, err
+	}
+	o.ResultsAPIURL = strings.TrimRight(o.ResultsAPIURL, "/")
+	return o, nil
+}
+
+// Validate returns the first invalid option, without I/O: the admin token
+// file, the NATS credentials and the data directory are checked where they
+// are used. An empty --upstream-url ("off" once parsed) fetches nothing.
+func (o *Options) Validate() error {
+	if o.UpstreamURL != "" {
+		err := vulndb.CheckUpstreamURL(o.UpstreamURL, o.AllowInsecureUpstream)
 		if errors.Is(err, vulndb.ErrInsecureUpstream) {
-			return o, fmt.Errorf("--upstream-url: %w (pass --allow-insecure-upstream for a mirror on a trusted network)", err)
+			return fmt.Errorf("--upstream-url: %w (pass --allow-insecure-upstream for a mirror on a trusted network)", err)
 		}
 		if err != nil {
-			return o, fmt.Errorf("--upstream-url: %w", err)
+			return fmt.Errorf("--upstream-url: %w", err)
 		}
 	}
-	if o.resultsAPIURL != "" {
-		u, err := url.Parse(o.resultsAPIURL)
+	if o.ResultsAPIURL != "" {
+		u, err := url.Parse(o.ResultsAPIURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return o, fmt.Errorf("--results-api-url %q: want an http or https URL", vulndb.Redact(o.resultsAPIURL))
+			return fmt.Errorf("--results-api-url %q: want an http or https URL", vulndb.Redact(o.ResultsAPIURL))
 		}
-		o.resultsAPIURL = strings.TrimRight(o.resultsAPIURL, "/")
 	}
-	for name, v := range map[string]int64{"check-interval": int64(o.checkInterval), "listing-timeout": int64(o.listingTimeout),
-		"download-timeout": int64(o.downloadTimeout), "shutdown-timeout": int64(o.shutdownTimeout), "import-timeout": int64(o.importTimeout),
-		"max-archive-bytes": o.maxArchiveBytes, "max-db-bytes": o.maxDBBytes, "rematch-concurrency": int64(o.rematchConcurrency)} {
+	for name, v := range map[string]int64{"check-interval": int64(o.CheckInterval), "listing-timeout": int64(o.ListingTimeout),
+		"download-timeout": int64(o.DownloadTimeout), "shutdown-timeout": int64(o.ShutdownTimeout), "import-timeout": int64(o.ImportTimeout),
+		"max-archive-bytes": o.MaxArchiveBytes, "max-db-bytes": o.MaxDBBytes, "rematch-concurrency": int64(o.RematchConcurrency)} {
 		if v <= 0 {
-			return o, fmt.Errorf("--%s must be positive", name)
+			return fmt.Errorf("--%s must be positive", name)
 		}
 	}
-	return o, nil
+	_, err := cli.NewLogger(o.LogLevel, o.LogFormat, io.Discard)
+	return err
 }
 
 // envFloat parses s, or returns def when s is empty or not a number in

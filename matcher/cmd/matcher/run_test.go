@@ -192,21 +192,21 @@ func TestParseServe(t *testing.T) {
 		return map[string]string{"CROWSNEST_CHECK_INTERVAL": "1h", "CROWSNEST_UPSTREAM_URL": "off"}[k]
 	}
 	o, err := parseServe(nil, env, io.Discard)
-	if err != nil || o.checkInterval != time.Hour || o.upstreamURL != "" || o.dataDir != DefaultDataDir || !o.metrics {
+	if err != nil || o.CheckInterval != time.Hour || o.UpstreamURL != "" || o.DataDir != DefaultDataDir || !o.Metrics {
 		t.Fatalf("%+v %v", o, err)
 	}
-	if o, _ := parseServe(nil, noEnv, io.Discard); o.upstreamURL != vulndb.DefaultUpstreamURL || o.checkInterval != 6*time.Hour {
+	if o, _ := parseServe(nil, noEnv, io.Discard); o.UpstreamURL != vulndb.DefaultUpstreamURL || o.CheckInterval != 6*time.Hour {
 		t.Fatalf("defaults %+v", o)
 	}
 	env = func(k string) string {
 		return map[string]string{"CROWSNEST_RESULTS_API_URL": "http://results-api:8080/", "CROWSNEST_REMATCH_CONCURRENCY": "4",
 			"CROWSNEST_NATS_URL": "nats://nats:4222", "CROWSNEST_NATS_USER": "matcher", "CROWSNEST_NATS_PASSWORD_FILE": "/pw"}[k]
 	}
-	if o, err := parseServe(nil, env, io.Discard); err != nil || o.resultsAPIURL != "http://results-api:8080" || o.rematchConcurrency != 4 ||
-		o.natsURL != "nats://nats:4222" || o.nats.User != "matcher" || o.nats.PasswordFile != "/pw" {
+	if o, err := parseServe(nil, env, io.Discard); err != nil || o.ResultsAPIURL != "http://results-api:8080" || o.RematchConcurrency != 4 ||
+		o.NATSURL != "nats://nats:4222" || o.NATS.User != "matcher" || o.NATS.PasswordFile != "/pw" {
 		t.Fatalf("rematch and NATS settings %+v %v", o, err)
 	}
-	if o, _ := parseServe(nil, noEnv, io.Discard); o.resultsAPIURL != "" || o.natsURL != "" || o.rematchConcurrency != 2 {
+	if o, _ := parseServe(nil, noEnv, io.Discard); o.ResultsAPIURL != "" || o.NATSURL != "" || o.RematchConcurrency != 2 {
 		t.Fatalf("rematch and events are not off by default: %+v", o)
 	}
 	for _, args := range [][]string{{"--upstream-url", "ftp://x"}, {"--check-interval", "0s"}, {"extra"},
@@ -220,13 +220,13 @@ func TestParseServe(t *testing.T) {
 	if !errors.Is(err, vulndb.ErrInsecureUpstream) || !strings.Contains(err.Error(), "--allow-insecure-upstream") {
 		t.Errorf("http upstream: %v, want a refusal naming --allow-insecure-upstream", err)
 	}
-	if o, err := parseServe([]string{"--upstream-url", "http://mirror.example/db", "--allow-insecure-upstream"}, noEnv, io.Discard); err != nil || !o.allowInsecureUpstream {
+	if o, err := parseServe([]string{"--upstream-url", "http://mirror.example/db", "--allow-insecure-upstream"}, noEnv, io.Discard); err != nil || !o.AllowInsecureUpstream {
 		t.Errorf("http upstream with the flag: %+v %v", o, err)
 	}
 	env = func(k string) string {
 		return map[string]string{"CROWSNEST_ALLOW_INSECURE_UPSTREAM": "true", "CROWSNEST_IMPORT_TIMEOUT": "5m"}[k]
 	}
-	if o, err := parseServe([]string{"--upstream-url", "http://mirror.example/db"}, env, io.Discard); err != nil || o.importTimeout != 5*time.Minute {
+	if o, err := parseServe([]string{"--upstream-url", "http://mirror.example/db"}, env, io.Discard); err != nil || o.ImportTimeout != 5*time.Minute {
 		t.Errorf("http upstream with the environment: %+v %v", o, err)
 	}
 }
@@ -234,9 +234,9 @@ func TestParseServe(t *testing.T) {
 // TestHelpListsEveryFlag: `matcher --help` and `matcher serve --help` name
 // every flag of serve (and --help every flag of db import and db status).
 func TestHelpListsEveryFlag(t *testing.T) {
-	var o serveOptions
+	var o Options
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	bindServeFlags(fs, &o, envLookup(noEnv))
+	o.BindFlags(fs, noEnv)
 	var serveHelp, mainHelp bytes.Buffer
 	if err := run(context.Background(), []string{"serve", "--help"}, noEnv, io.Discard, &serveHelp); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("serve --help: %v", err)

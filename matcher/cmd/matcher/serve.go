@@ -34,8 +34,8 @@ type deps struct {
 
 // serve runs the matcher until ctx ends: the DB store, the fetch schedule
 // and the HTTP server. Everything it starts is stopped before it returns.
-func serve(ctx context.Context, o serveOptions, d deps) error {
-	log, err := cli.NewLogger(o.logLevel, o.logFormat, d.log)
+func serve(ctx context.Context, o Options, d deps) error {
+	log, err := cli.NewLogger(o.LogLevel, o.LogFormat, d.log)
 	if err != nil {
 		return err
 	}
@@ -50,18 +50,18 @@ func serve(ctx context.Context, o serveOptions, d deps) error {
 	if limit > 0 {
 		log.Info("go memory limit set", "bytes", limit, "from", source)
 	}
-	auth, err := adminAuth(o.adminTokenFile)
+	auth, err := adminAuth(o.AdminTokenFile)
 	if err != nil {
 		return err
 	}
 	w := &wiring{log: log}
-	store, err := vulndb.Open(o.dataDir, vulndb.Options{
-		Limits: vulndb.Limits{MaxArchiveBytes: o.maxArchiveBytes, MaxDBBytes: o.maxDBBytes, MaxImportTime: o.importTimeout},
+	store, err := vulndb.Open(o.DataDir, vulndb.Options{
+		Limits: vulndb.Limits{MaxArchiveBytes: o.MaxArchiveBytes, MaxDBBytes: o.MaxDBBytes, MaxImportTime: o.ImportTimeout},
 		Upstream: vulndb.Upstream{
-			URL:             o.upstreamURL,
-			AllowInsecure:   o.allowInsecureUpstream,
-			ListingTimeout:  o.listingTimeout,
-			DownloadTimeout: o.downloadTimeout,
+			URL:             o.UpstreamURL,
+			AllowInsecure:   o.AllowInsecureUpstream,
+			ListingTimeout:  o.ListingTimeout,
+			DownloadTimeout: o.DownloadTimeout,
 		},
 		OnActivate: func(db vulndb.DB) { onActivate(db, w, d.onActivate) },
 		Logger:     log,
@@ -81,11 +81,11 @@ func serve(ctx context.Context, o serveOptions, d deps) error {
 	var pub *events.Publisher
 	defer func() {
 		stopBG()
-		if !waitFor(rematchDone, o.shutdownTimeout) {
+		if !waitFor(rematchDone, o.ShutdownTimeout) {
 			log.Warn("exiting with a rematch pass stopping; it resumes at the next start")
 		}
 		if pub != nil {
-			waitFor(pubDone, o.shutdownTimeout)
+			waitFor(pubDone, o.ShutdownTimeout)
 			pub.Close()
 		}
 	}()
@@ -100,13 +100,13 @@ func serve(ctx context.Context, o serveOptions, d deps) error {
 		}()
 	}
 	switch {
-	case o.resultsAPIURL == "" || o.resultsAPITokenFile == "":
+	case o.ResultsAPIURL == "" || o.ResultsAPITokenFile == "":
 		log.Info("rematch disabled: --results-api-url and --results-api-token-file are both needed; stored reports are not re-matched when the DB changes")
 	default:
 		if rematchDone, err = w.startRematch(bgCtx, o, m); err != nil {
 			return err
 		}
-		log.Info("rematch enabled", "results_api", vulndb.Redact(o.resultsAPIURL), "concurrency", o.rematchConcurrency)
+		log.Info("rematch enabled", "results_api", vulndb.Redact(o.ResultsAPIURL), "concurrency", o.RematchConcurrency)
 	}
 	if db, ok := store.Active(); ok {
 		log.Info("vulnerability DB loaded", "db", db.ID, "built", db.Built, "schema", db.Schema)
@@ -118,7 +118,7 @@ func serve(ctx context.Context, o serveOptions, d deps) error {
 
 	ln := d.listener
 	if ln == nil {
-		if ln, err = net.Listen("tcp", o.listen); err != nil {
+		if ln, err = net.Listen("tcp", o.Listen); err != nil {
 			return err
 		}
 	}
@@ -126,22 +126,22 @@ func serve(ctx context.Context, o serveOptions, d deps) error {
 		Handler:           routes(store, m, auth, o, log),
 		ReadHeaderTimeout: 10 * time.Second,
 		// An archive download or upload may take this long, no longer.
-		ReadTimeout:  o.downloadTimeout,
-		WriteTimeout: o.downloadTimeout,
+		ReadTimeout:  o.DownloadTimeout,
+		WriteTimeout: o.DownloadTimeout,
 		IdleTimeout:  2 * time.Minute,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("matcher serving", "addr", ln.Addr().String(), "data_dir", o.dataDir,
-		"upstream", vulndb.Redact(o.upstreamURL), "check_interval", o.checkInterval.String())
+	log.Info("matcher serving", "addr", ln.Addr().String(), "data_dir", o.DataDir,
+		"upstream", vulndb.Redact(o.UpstreamURL), "check_interval", o.CheckInterval.String())
 
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	loopDone := make(chan struct{})
 	go func() {
 		defer close(loopDone)
-		if o.upstreamURL != "" {
-			fetchLoop(loopCtx, store, m, o.checkInterval, log)
+		if o.UpstreamURL != "" {
+			fetchLoop(loopCtx, store, m, o.CheckInterval, log)
 		}
 	}()
 
@@ -151,7 +151,7 @@ func serve(ctx context.Context, o serveOptions, d deps) error {
 	case <-ctx.Done():
 	}
 	stopLoop()
-	shutCtx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	shutCtx, cancel := context.WithTimeout(context.Background(), o.ShutdownTimeout)
 	defer cancel()
 	if serr := srv.Shutdown(shutCtx); serr != nil && err == nil {
 		err = fmt.Errorf("shutdown: %w", serr)
@@ -178,7 +178,7 @@ func onActivate(db vulndb.DB, w *wiring, next func(vulndb.DB)) {
 	}
 }
 
-func routes(store *vulndb.Store, m *metrics.Metrics, auth dbserve.Authorizer, o serveOptions, log *slog.Logger) http.Handler {
+func routes(store *vulndb.Store, m *metrics.Metrics, auth dbserve.Authorizer, o Options, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -188,13 +188,13 @@ func routes(store *vulndb.Store, m *metrics.Metrics, auth dbserve.Authorizer, o 
 		}
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	if o.metrics {
+	if o.Metrics {
 		mux.Handle("GET /metrics", m.Handler())
 	}
 	dbs := dbserve.New(store, dbserve.DefaultPrefix)
 	dbs.Served = m.Served
 	mux.Handle(dbserve.DefaultPrefix+"/", dbs)
-	mux.Handle(dbserve.ImportPath, &dbserve.ImportHandler{Store: store, Auth: auth, MaxBytes: o.maxArchiveBytes, Logger: log})
+	mux.Handle(dbserve.ImportPath, &dbserve.ImportHandler{Store: store, Auth: auth, MaxBytes: o.MaxArchiveBytes, Logger: log})
 	return mux
 }
 

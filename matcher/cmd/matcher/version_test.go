@@ -35,8 +35,8 @@ func TestLogFormat(t *testing.T) {
 			return ""
 		}
 		o, err := parseServe(nil, env, io.Discard)
-		if err != nil || o.logFormat != want {
-			t.Errorf("CROWSNEST_LOG_FORMAT=%q: --log-format %q (%v), want %q", value, o.logFormat, err, want)
+		if err != nil || o.LogFormat != want {
+			t.Errorf("CROWSNEST_LOG_FORMAT=%q: --log-format %q (%v), want %q", value, o.LogFormat, err, want)
 		}
 	}
 }

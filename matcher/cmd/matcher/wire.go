@@ -78,14 +78,14 @@ func (w *wiring) rematch(db vulndb.DB) {
 
 // startRematch runs the re-match Runner until ctx ends; the returned
 // channel closes when it and the feeder have stopped.
-func (w *wiring) startRematch(ctx context.Context, o serveOptions, m *metrics.Metrics) (<-chan struct{}, error) {
+func (w *wiring) startRematch(ctx context.Context, o Options, m *metrics.Metrics) (<-chan struct{}, error) {
 	done := make(chan struct{})
-	dir := filepath.Join(o.dataDir, rematchDir)
+	dir := filepath.Join(o.DataDir, rematchDir)
 	if err := mkdir(dir); err != nil {
 		return nil, err
 	}
 	client := &trackedClient{
-		Client:  &rematch.HTTPClient{BaseURL: o.resultsAPIURL, TokenFile: o.resultsAPITokenFile},
+		Client:  &rematch.HTTPClient{BaseURL: o.ResultsAPIURL, TokenFile: o.ResultsAPITokenFile},
 		started: m.RematchStarted,
 	}
 	fps, err := rematch.OpenFootprints(dir)
@@ -98,14 +98,14 @@ func (w *wiring) startRematch(ctx context.Context, o serveOptions, m *metrics.Me
 			p, ok := w.store.Previous()
 			return p.Dir, ok
 		},
-		Sample:   o.rematchSkipCheck,
-		Disabled: !o.rematchSkip,
+		Sample:   o.RematchSkipCheck,
+		Disabled: !o.RematchSkip,
 	}
-	if o.rematchSkipCheck == 0 {
+	if o.RematchSkipCheck == 0 {
 		skip.Sample = -1 // the first skippable report of a run only
 	}
 	runner := &rematch.Runner{
-		Pass: &rematch.Pass{Client: client, Dir: dir, Concurrency: o.rematchConcurrency, Metrics: m, Logger: w.log, Skip: skip},
+		Pass: &rematch.Pass{Client: client, Dir: dir, Concurrency: o.RematchConcurrency, Metrics: m, Logger: w.log, Skip: skip},
 		OnDone: func(r rematch.Result) {
 			if w.rec == nil {
 				return
@@ -133,7 +133,7 @@ func (w *wiring) startRematch(ctx context.Context, o serveOptions, m *metrics.Me
 		}
 	})
 	probe := &rematch.Pass{Client: noListing{}, Dir: dir}
-	wg.Go(func() { w.feed(ctx, latest, dbs, probe, o.rematchConcurrency) })
+	wg.Go(func() { w.feed(ctx, latest, dbs, probe, o.RematchConcurrency) })
 	go func() {
 		wg.Wait()
 		_ = fps.Close()
@@ -223,20 +223,20 @@ func (c *trackedClient) ListReports(ctx context.Context, cursor string, limit in
 
 // startEvents opens the pending events file and connects to NATS in the
 // background; without --nats-url events are off.
-func (w *wiring) startEvents(o serveOptions, m *metrics.Metrics) (*events.Publisher, error) {
-	if o.natsURL == "" {
+func (w *wiring) startEvents(o Options, m *metrics.Metrics) (*events.Publisher, error) {
+	if o.NATSURL == "" {
 		w.log.Info("events disabled: no --nats-url; crowsnest.vulndb.updated and crowsnest.rematch.done are not published")
 		return nil, nil
 	}
-	connect, err := o.nats.Options()
+	connect, err := o.NATS.Options()
 	if err != nil {
 		return nil, err
 	}
-	outbox, err := events.OpenOutbox(filepath.Join(o.dataDir, eventsDir))
+	outbox, err := events.OpenOutbox(filepath.Join(o.DataDir, eventsDir))
 	if err != nil {
 		return nil, err
 	}
-	pub, err := events.Connect(outbox, events.Options{URL: o.natsURL, Connect: connect, Metrics: m, Logger: w.log})
+	pub, err := events.Connect(outbox, events.Options{URL: o.NATSURL, Connect: connect, Metrics: m, Logger: w.log})
 	if err != nil {
 		return nil, err
 	}

@@ -158,15 +158,15 @@ func TestDefaultConsumer(t *testing.T) {
 	def, _ := parse(nil, func(string) string { return "" }, nil)
 	ctx, cancel := context.WithTimeout(e.ctx, 5*time.Second)
 	defer cancel()
-	_, err := e.js(eventsv1.UserNotifier).CreateOrUpdateConsumer(ctx, eventsv1.StreamName, jetstream.ConsumerConfig{Durable: def.consumer,
+	_, err := e.js(eventsv1.UserNotifier).CreateOrUpdateConsumer(ctx, eventsv1.StreamName, jetstream.ConsumerConfig{Durable: def.Consumer,
 		FilterSubjects: []string{eventsv1.SubjectJobDone, eventsv1.SubjectFindingsChanged}, AckPolicy: jetstream.AckExplicitPolicy})
 	if err != nil {
-		t.Fatalf("the notifier user cannot create its contract consumer %q: %v", def.consumer, err)
+		t.Fatalf("the notifier user cannot create its contract consumer %q: %v", def.Consumer, err)
 	}
 	rctx, rcancel := context.WithTimeout(e.ctx, 3*time.Second)
 	defer rcancel()
-	if _, err := e.js(eventsv1.UserReader).CreateOrUpdateConsumer(rctx, eventsv1.StreamName, jetstream.ConsumerConfig{Durable: def.consumer,
+	if _, err := e.js(eventsv1.UserReader).CreateOrUpdateConsumer(rctx, eventsv1.StreamName, jetstream.ConsumerConfig{Durable: def.Consumer,
 		FilterSubjects: []string{eventsv1.SubjectJobDone}, AckPolicy: jetstream.AckExplicitPolicy}); err == nil {
-		t.Fatalf("the reader user replaced the notifier's consumer %q", def.consumer)
+		t.Fatalf("the reader user replaced the notifier's consumer %q", def.Consumer)
 	}
 }

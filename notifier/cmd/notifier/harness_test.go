@@ -85,7 +85,7 @@ func (e *env) write(name, content string) string {
 }
 
 // options are the notifier's flags for this env and a config file.
-func (e *env) options(config string, extra ...string) options {
+func (e *env) options(config string, extra ...string) Options {
 	e.t.Helper()
 	args := append([]string{"--config", e.write("config.yaml", config), "--nats-url", e.url, "--nats-user", "notifier",
 		"--nats-password-file", e.pwFile, "--retry-min-backoff", "5ms", "--retry-max-backoff", "20ms",
@@ -105,7 +105,7 @@ type notifier struct {
 }
 
 // start runs the notifier until the test stops it (or ends).
-func (e *env) start(o options) *notifier {
+func (e *env) start(o Options) *notifier {
 	e.t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -65,7 +65,7 @@ routes:
 - {name: all, receiver: hook, groupWait: 10ms}
 `
 	o := e.options(cfg)
-	args := []string{"--config", o.config, "--nats-url", e.url, "--nats-user", "notifier", "--nats-password-file", e.pwFile,
+	args := []string{"--config", o.Config, "--nats-url", e.url, "--nats-user", "notifier", "--nats-password-file", e.pwFile,
 		"--listen", "127.0.0.1:0"}
 	raw, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestNotifierChild$", "-test.count=1")

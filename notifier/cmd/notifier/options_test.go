@@ -15,10 +15,10 @@ func TestParseEnvAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.config != "/c.yaml" || o.notifyMaxAge != 2*time.Hour || !o.dryRun || o.nats.User != "notifier" || o.consumer != "notifier" {
+	if o.Config != "/c.yaml" || o.NotifyMaxAge != 2*time.Hour || !o.DryRun || o.NATS.User != "notifier" || o.Consumer != "notifier" {
 		t.Fatalf("env defaults: %+v", o)
 	}
-	if o, _ := parse([]string{"--config", "/flag.yaml"}, func(k string) string { return env[k] }, &bytes.Buffer{}); o.config != "/flag.yaml" {
+	if o, _ := parse([]string{"--config", "/flag.yaml"}, func(k string) string { return env[k] }, &bytes.Buffer{}); o.Config != "/flag.yaml" {
 		t.Fatal("a flag does not override its env default")
 	}
 	for args, want := range map[string]string{
@@ -76,5 +76,41 @@ func TestCheckConfig(t *testing.T) {
 	e.write("config.yaml", "receivers: [{name: chat, slack: {webhookURLFile: "+e.dir+"/url}}]\nroutes: [{name: r, receiver: chat}]\n")
 	if err := run(t.Context(), o, deps{stdout: &out, stderr: &bytes.Buffer{}}); err != nil || !strings.Contains(out.String(), "1 receivers, 1 routes: ok") {
 		t.Fatalf("good config: %v %q", err, out.String())
+	}
+}
+
+// TestValidate: each invalid option, alone on valid defaults, is refused
+// with its message; the defaults and the valid alternatives pass.
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*Options)
+		want   string // "" for valid
+	}{
+		{"defaults", func(*Options) {}, ""},
+		{"dashboard", func(o *Options) { o.DashboardURL = "https://crowsnest.example.com" }, ""},
+		{"text logs", func(o *Options) { o.LogLevel, o.LogFormat = "debug", "text" }, ""},
+		{"dashboard scheme", func(o *Options) { o.DashboardURL = "ftp://x" }, `--dashboard-url "ftp://x": want an http or https URL`},
+		{"dashboard without host", func(o *Options) { o.DashboardURL = "https:///images" }, `--dashboard-url "https:///images": want an http or https URL`},
+		{"state size", func(o *Options) { o.StateMaxBytes = 0 }, "--state-max-bytes must be positive"},
+		{"notify age", func(o *Options) { o.NotifyMaxAge = 0 }, "--notify-max-age must be positive"},
+		{"min backoff", func(o *Options) { o.MinBackoff = -time.Second }, "--retry-min-backoff must be positive"},
+		{"max backoff", func(o *Options) { o.MaxBackoff = 0 }, "--retry-max-backoff must be positive"},
+		{"consumer", func(o *Options) { o.Consumer = "" }, "--consumer must not be empty"},
+		{"log level", func(o *Options) { o.LogLevel = "loud" }, `--log-level: slog: level string "loud": unknown name`},
+		{"log format", func(o *Options) { o.LogFormat = "logfmt" }, `--log-format "logfmt": want json or text`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var o Options
+			o.BindFlags(flag.NewFlagSet("x", flag.ContinueOnError), func(string) string { return "" })
+			tc.change(&o)
+			err := o.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || err.Error() != tc.want):
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

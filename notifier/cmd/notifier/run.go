@@ -42,16 +42,16 @@ const sealInterval = time.Second
 
 // run runs the notifier until ctx ends; everything it starts is stopped
 // before it returns. With --version it only prints the build.
-func run(ctx context.Context, o options, d deps) error {
-	if o.version {
+func run(ctx context.Context, o Options, d deps) error {
+	if o.Version {
 		_, err := fmt.Fprintln(d.stdout, buildinfo.String("notifier"))
 		return err
 	}
-	log, err := cli.NewLogger(o.logLevel, o.logFormat, d.stderr)
+	log, err := cli.NewLogger(o.LogLevel, o.LogFormat, d.stderr)
 	if err != nil {
 		return err
 	}
-	cfg, err := config.Load(o.config)
+	cfg, err := config.Load(o.Config)
 	if err != nil {
 		return err
 	}
@@ -60,14 +60,14 @@ func run(ctx context.Context, o options, d deps) error {
 		m = metrics.New()
 	}
 	var dry io.Writer
-	if o.dryRun {
+	if o.DryRun {
 		dry = d.stdout
 	}
-	if o.checkConfig {
+	if o.CheckConfig {
 		if _, err := receiver.New(receiver.Options{Config: cfg, Metric: m, Log: log}); err != nil {
 			return err
 		}
-		fmt.Fprintf(d.stdout, "config %s: %d receivers, %d routes: ok\n", o.config, len(cfg.Receivers), len(cfg.Routes))
+		fmt.Fprintf(d.stdout, "config %s: %d receivers, %d routes: ok\n", o.Config, len(cfg.Receivers), len(cfg.Routes))
 		return nil
 	}
 	if d.getenv != nil {
@@ -77,11 +77,11 @@ func run(ctx context.Context, o options, d deps) error {
 			log.Info("go memory limit set", "bytes", limit, "from", source)
 		}
 	}
-	copts, err := o.nats.Options()
+	copts, err := o.NATS.Options()
 	if err != nil {
 		return err
 	}
-	nc, err := nats.Connect(o.natsURL, append(copts, nats.Name("crowsnest-notifier"), nats.MaxReconnects(-1),
+	nc, err := nats.Connect(o.NATSURL, append(copts, nats.Name("crowsnest-notifier"), nats.MaxReconnects(-1),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { log.Error("nats", "error", err) }))...)
 	if err != nil {
 		return fmt.Errorf("connect to nats: %w", err)
@@ -91,23 +91,23 @@ func run(ctx context.Context, o options, d deps) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	store, err := state.Open(ctx, js, o.stateMaxBytes)
+	store, err := state.Open(ctx, js, o.StateMaxBytes)
 	if err != nil {
 		return err
 	}
-	eng, err := engine.New(ctx, engine.Options{Config: cfg, Store: store, Log: log, Metric: m, NotifyMaxAge: o.notifyMaxAge})
+	eng, err := engine.New(ctx, engine.Options{Config: cfg, Store: store, Log: log, Metric: m, NotifyMaxAge: o.NotifyMaxAge})
 	if err != nil {
 		return err
 	}
-	disp, err := receiver.New(receiver.Options{Config: cfg, Store: store, Log: log, Metric: m, Dashboard: o.dashboardURL,
-		DryRun: dry, MinBackoff: o.minBackoff, MaxBackoff: o.maxBackoff})
+	disp, err := receiver.New(receiver.Options{Config: cfg, Store: store, Log: log, Metric: m, Dashboard: o.DashboardURL,
+		DryRun: dry, MinBackoff: o.MinBackoff, MaxBackoff: o.MaxBackoff})
 	if err != nil {
 		return err
 	}
 
 	ln := d.listener
 	if ln == nil {
-		if ln, err = net.Listen("tcp", o.listen); err != nil {
+		if ln, err = net.Listen("tcp", o.Listen); err != nil {
 			return fmt.Errorf("listen: %w", err)
 		}
 	}
@@ -130,12 +130,12 @@ func run(ctx context.Context, o options, d deps) error {
 	wg.Go(func() { disp.Run(ctx) })
 	wg.Go(func() { sealLoop(ctx, eng, disp, store, log) })
 
-	cons, err := consumer(ctx, js, o.consumer, log)
+	cons, err := consumer(ctx, js, o.Consumer, log)
 	if err != nil {
 		return err
 	}
 	ready.Store(true)
-	log.Info("notifier running", "consumer", o.consumer, "receivers", len(cfg.Receivers), "routes", len(cfg.Routes), "dry_run", o.dryRun)
+	log.Info("notifier running", "consumer", o.Consumer, "receivers", len(cfg.Receivers), "routes", len(cfg.Routes), "dry_run", o.DryRun)
 	return consume(ctx, cons, eng, m, log)
 }
 

@@ -16,7 +16,7 @@ func TestVersion(t *testing.T) {
 	o, err := parse([]string{"--version"}, func(k string) string {
 		return map[string]string{"CROWSNEST_DASHBOARD_URL": "not a url"}[k]
 	}, io.Discard)
-	if err != nil || !o.version {
+	if err != nil || !o.Version {
 		t.Fatalf("parse --version: %+v %v", o, err)
 	}
 	var out bytes.Buffer
@@ -40,8 +40,8 @@ func TestLogFormat(t *testing.T) {
 			return ""
 		}
 		o, err := parse(nil, env, io.Discard)
-		if err != nil || o.logFormat != want {
-			t.Errorf("CROWSNEST_LOG_FORMAT=%q: --log-format %q (%v), want %q", value, o.logFormat, err, want)
+		if err != nil || o.LogFormat != want {
+			t.Errorf("CROWSNEST_LOG_FORMAT=%q: --log-format %q (%v), want %q", value, o.LogFormat, err, want)
 		}
 	}
 }

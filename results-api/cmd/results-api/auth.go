@@ -41,16 +41,7 @@ func (k *issuerKeys) get(cfg *rest.Config) (*authn.IssuerKeys, error) {
 // and the scope checks (Pod-bound uploads, rematch, admin by
 // SubjectAccessReview), all against the API server of the kubeconfig flag
 // or the in-cluster configuration.
-func writeGate(o *options, keys *issuerKeys) (*authz.Gate, error) {
-	var allowed []string
-	for _, a := range strings.Split(o.allowedSAs, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			allowed = append(allowed, a)
-		}
-	}
-	if len(allowed) == 0 {
-		return nil, errors.New("--auth-mode=tokenreview needs --allowed-service-accounts")
-	}
+func writeGate(o *Options, keys *issuerKeys) (*authz.Gate, error) {
 	cfg, err := kubeConfig(o)
 	if err != nil {
 		return nil, err
@@ -59,7 +50,7 @@ func writeGate(o *options, keys *issuerKeys) (*authz.Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	reviewer, err := authn.New(cfg, authn.Options{Audience: o.audience, Allowed: allowed, Keys: k})
+	reviewer, err := authn.New(cfg, authn.Options{Audience: o.Audience, Allowed: splitList(o.AllowedSAs), Keys: k})
 	if err != nil {
 		return nil, err
 	}
@@ -67,11 +58,11 @@ func writeGate(o *options, keys *issuerKeys) (*authz.Gate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	az, err := authz.New(kc, authz.Options{RematchServiceAccounts: splitList(o.rematchSAs), ScanServiceAccount: o.scanSA})
+	az, err := authz.New(kc, authz.Options{RematchServiceAccounts: splitList(o.RematchSAs), ScanServiceAccount: o.ScanSA})
 	if err != nil {
 		return nil, err
 	}
-	gate := &authz.Gate{Reviewer: reviewer, Authz: az, Audience: o.audience}
+	gate := &authz.Gate{Reviewer: reviewer, Authz: az, Audience: o.Audience}
 	if err := gate.Check(); err != nil {
 		return nil, err
 	}
@@ -80,11 +71,11 @@ func writeGate(o *options, keys *issuerKeys) (*authz.Gate, error) {
 
 // kubeConfig is the API server connection of the kubeconfig flag, or the
 // in-cluster one.
-func kubeConfig(o *options) (*rest.Config, error) {
+func kubeConfig(o *Options) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
-	if o.kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if o.Kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
 	} else {
 		cfg, err = rest.InClusterConfig()
 	}
@@ -98,7 +89,7 @@ func kubeConfig(o *options) (*rest.Config, error) {
 // TokenReview cache (read tokens are for --token-audience too) and
 // SubjectAccessReviews; the rematch service accounts of gate (when
 // --auth-mode=tokenreview) read everything.
-func readAuth(o *options, gate *authz.Gate, keys *issuerKeys) (*service.ReadAuth, error) {
+func readAuth(o *Options, gate *authz.Gate, keys *issuerKeys) (*service.ReadAuth, error) {
 	cfg, err := kubeConfig(o)
 	if err != nil {
 		return nil, err
@@ -107,7 +98,7 @@ func readAuth(o *options, gate *authz.Gate, keys *issuerKeys) (*service.ReadAuth
 	if err != nil {
 		return nil, err
 	}
-	reviewer, err := authn.New(cfg, authn.Options{Audience: o.audience, Keys: k})
+	reviewer, err := authn.New(cfg, authn.Options{Audience: o.Audience, Keys: k})
 	if err != nil {
 		return nil, err
 	}
@@ -115,32 +106,36 @@ func readAuth(o *options, gate *authz.Gate, keys *issuerKeys) (*service.ReadAuth
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	ra := &service.ReadAuth{Reviewer: reviewer, Audience: o.audience, Client: kc}
-	switch o.readNamespaces {
-	case "rbac":
-	case "all":
-		ra.AllNamespaces = true
-	default:
-		return nil, fmt.Errorf("--read-auth-namespaces %q: want rbac or all", o.readNamespaces)
-	}
+	ra := &service.ReadAuth{Reviewer: reviewer, Audience: o.Audience, Client: kc}
+	ra.AllNamespaces = o.ReadNamespaces == "all"
 	if gate != nil {
 		ra.Writers = gate.Authz
 	}
-	if o.proxyUser != "" {
-		p := &authz.Proxy{UserHeader: o.proxyUser, GroupsHeader: o.proxyGroups}
-		for _, c := range splitList(o.proxyCIDRs) {
-			prefix, err := netip.ParsePrefix(c)
-			if err != nil {
-				return nil, fmt.Errorf("--auth-proxy-trusted-cidrs: %w", err)
-			}
-			p.Trusted = append(p.Trusted, prefix.Masked())
+	if o.ProxyUser != "" {
+		trusted, err := trustedProxies(o.ProxyCIDRs)
+		if err != nil {
+			return nil, err
 		}
-		if len(p.Trusted) == 0 {
-			return nil, errors.New("--auth-proxy-user-header needs --auth-proxy-trusted-cidrs: headers from any peer would be believed")
-		}
-		ra.Proxy = p
+		ra.Proxy = &authz.Proxy{UserHeader: o.ProxyUser, GroupsHeader: o.ProxyGroups, Trusted: trusted}
 	}
 	return ra, nil
+}
+
+// trustedProxies are the prefixes of --auth-proxy-trusted-cidrs; there
+// must be one, or identity headers from any peer would be believed.
+func trustedProxies(cidrs string) ([]netip.Prefix, error) {
+	var trusted []netip.Prefix
+	for _, c := range splitList(cidrs) {
+		prefix, err := netip.ParsePrefix(c)
+		if err != nil {
+			return nil, fmt.Errorf("--auth-proxy-trusted-cidrs: %w", err)
+		}
+		trusted = append(trusted, prefix.Masked())
+	}
+	if len(trusted) == 0 {
+		return nil, errors.New("--auth-proxy-user-header needs --auth-proxy-trusted-cidrs: headers from any peer would be believed")
+	}
+	return trusted, nil
 }
 
 func splitList(v string) []string {
@@ -155,7 +150,7 @@ func splitList(v string) []string {
 
 // exceptionWatch configures --exceptions: a dynamic client of the
 // kubeconfig (or in-cluster) connection.
-func exceptionWatch(o *options) (*service.Exceptions, error) {
+func exceptionWatch(o *Options) (*service.Exceptions, error) {
 	cfg, err := kubeConfig(o)
 	if err != nil {
 		return nil, err
@@ -164,5 +159,5 @@ func exceptionWatch(o *options) (*service.Exceptions, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client for exceptions: %w", err)
 	}
-	return &service.Exceptions{Client: dc, MaxLifetime: o.exceptionMaxLifetime}, nil
+	return &service.Exceptions{Client: dc, MaxLifetime: o.ExceptionMaxLifetime}, nil
 }

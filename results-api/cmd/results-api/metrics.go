@@ -18,11 +18,11 @@ import (
 // metricsAuthMode is --metrics-auth, defaulting to --read-auth: metrics
 // carry every namespace's vulnerability counts, as private as the reports,
 // and with open reads they tell nothing the API does not.
-func metricsAuthMode(o *options) string {
-	if o.metricsAuth != "" {
-		return o.metricsAuth
+func metricsAuthMode(o *Options) string {
+	if o.MetricsAuth != "" {
+		return o.MetricsAuth
 	}
-	return o.readAuth
+	return o.ReadAuth
 }
 
 // metricsAuth builds the scrape authorization of --metrics-auth=kubernetes,
@@ -31,7 +31,7 @@ func metricsAuthMode(o *options) string {
 // with its own cache and failure budget (a flood of bad scrapes cannot lock
 // out readers or writers), then a SubjectAccessReview for get on the
 // non-resource URL /metrics.
-func metricsAuth(o *options, keys *issuerKeys) (*authz.Scrapers, error) {
+func metricsAuth(o *Options, keys *issuerKeys) (*authz.Scrapers, error) {
 	cfg, err := kubeConfig(o)
 	if err != nil {
 		return nil, err

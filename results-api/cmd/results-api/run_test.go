@@ -42,7 +42,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		t.Fatalf("--help: %v", err)
 	}
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
-	bindFlags(fs, &options{}, envMap(nil))
+	(&Options{}).BindFlags(fs, envMap(nil))
 	n := 0
 	fs.VisitAll(func(f *flag.Flag) {
 		n++
@@ -78,35 +78,35 @@ func TestFlagsEnvDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := options{listen: "127.0.0.1:9999", databaseURL: "postgres://from-file/db", databaseURLFile: dbFile,
-		natsURL: "nats://n:4222", writeToken: "file-token", writeTokenFile: tokenFile, uiDir: "/ui", logLevel: "debug", logFormat: "json",
-		origins: "a.example", maxBOMBytes: 1234, shutdownTimeout: 3 * time.Second,
-		authMode: "static", audience: "crowsnest-results-api", readAuth: "kubernetes", reportRetention: 720 * time.Hour,
-		limits: httpapi.Limits{RequestTimeout: 11 * time.Second, UploadTimeout: 12 * time.Second, DownloadTimeout: 13 * time.Second,
+	want := Options{Listen: "127.0.0.1:9999", DatabaseURL: "postgres://from-file/db", DatabaseURLFile: dbFile,
+		NATSURL: "nats://n:4222", WriteToken: "file-token", WriteTokenFile: tokenFile, UIDir: "/ui", LogLevel: "debug", LogFormat: "json",
+		Origins: "a.example", MaxBOMBytes: 1234, ShutdownTimeout: 3 * time.Second,
+		AuthMode: "static", Audience: "crowsnest-results-api", ReadAuth: "kubernetes", ReportRetention: 720 * time.Hour,
+		Limits: httpapi.Limits{RequestTimeout: 11 * time.Second, UploadTimeout: 12 * time.Second, DownloadTimeout: 13 * time.Second,
 			IngestMemory: 1000, ReadMemory: 2000, MemoryWait: 4 * time.Second, MaxFindings: 7},
-		statementTimeout: 2 * time.Second, maxWSClients: 50, maxWSClientsPerIP: 5, vulnMaxNamespaces: 9,
-		metricsAuth: "open", readNamespaces: "all", exceptions: true, exceptionMaxLifetime: 720 * time.Hour, sla: "critical=1d"}
+		StatementTimeout: 2 * time.Second, MaxWSClients: 50, MaxWSClientsPerIP: 5, VulnMaxNamespaces: 9,
+		MetricsAuth: "open", ReadNamespaces: "all", Exceptions: true, ExceptionMaxLifetime: 720 * time.Hour, SLA: "critical=1d"}
 	if *o != want {
 		t.Fatalf("env defaults:\n got %+v\nwant %+v", *o, want)
 	}
 	// Flags win over env; CROWSNEST_DATABASE_URL wins over the file.
 	env["CROWSNEST_DATABASE_URL"] = "postgres://from-env/db"
 	o, err = parseFlags([]string{"--listen", ":1", "--max-bom-bytes", "99"}, envMap(env), io.Discard)
-	if err != nil || o.listen != ":1" || o.maxBOMBytes != 99 || o.databaseURL != "postgres://from-env/db" {
+	if err != nil || o.Listen != ":1" || o.MaxBOMBytes != 99 || o.DatabaseURL != "postgres://from-env/db" {
 		t.Fatalf("flags over env: %+v, %v", o, err)
 	}
 	if o, err = parseFlags(nil, envMap(map[string]string{"CROWSNEST_DATABASE_URL": "x"}), io.Discard); err != nil ||
-		o.listen != ":8080" || o.maxBOMBytes != 32<<20 || o.shutdownTimeout != 20*time.Second || o.writeToken != "" {
+		o.Listen != ":8080" || o.MaxBOMBytes != 32<<20 || o.ShutdownTimeout != 20*time.Second || o.WriteToken != "" {
 		t.Fatalf("built-in defaults: %+v, %v", o, err)
 	}
 	wantLimits := httpapi.Limits{RequestTimeout: 30 * time.Second, UploadTimeout: 2 * time.Minute, DownloadTimeout: 5 * time.Minute,
 		IngestMemory: 192 << 20, ReadMemory: 64 << 20, MemoryWait: 5 * time.Second, MaxFindings: 50000}
-	if o.limits != wantLimits || o.statementTimeout != 15*time.Second || o.maxWSClients != 1000 || o.maxWSClientsPerIP != 20 {
+	if o.Limits != wantLimits || o.StatementTimeout != 15*time.Second || o.MaxWSClients != 1000 || o.MaxWSClientsPerIP != 20 {
 		t.Fatalf("built-in limits: %+v, statement timeout %v, websocket clients %d, per IP %d",
-			o.limits, o.statementTimeout, o.maxWSClients, o.maxWSClientsPerIP)
+			o.Limits, o.StatementTimeout, o.MaxWSClients, o.MaxWSClientsPerIP)
 	}
-	if o.vulnInterval != 15*time.Second || o.vulnMaxNamespaces != 500 {
-		t.Fatalf("built-in vulnerability metrics: interval %v, max namespaces %d", o.vulnInterval, o.vulnMaxNamespaces)
+	if o.VulnInterval != 15*time.Second || o.VulnMaxNamespaces != 500 {
+		t.Fatalf("built-in vulnerability metrics: interval %v, max namespaces %d", o.VulnInterval, o.VulnMaxNamespaces)
 	}
 	for _, off := range []string{"--max-findings=0", "--ingest-memory-bytes=-1", "--statement-timeout=0s", "--max-websocket-clients-per-ip=0",
 		"--vuln-metrics-max-namespaces=0"} {
@@ -379,7 +379,7 @@ func TestReadAuthFlags(t *testing.T) {
 			t.Errorf("%s: %v, want %q", args, err, want)
 		}
 	}
-	if o, err := parseFlags(nil, envMap(map[string]string{"CROWSNEST_DATABASE_URL": "x", "CROWSNEST_REPORT_RETENTION": "0"}), io.Discard); err != nil || o.reportRetention != 0 {
+	if o, err := parseFlags(nil, envMap(map[string]string{"CROWSNEST_DATABASE_URL": "x", "CROWSNEST_REPORT_RETENTION": "0"}), io.Discard); err != nil || o.ReportRetention != 0 {
 		t.Errorf("CROWSNEST_REPORT_RETENTION=0: %v, %v; want retention off", o, err)
 	}
 	base, logs, stop := started(t, []string{"--listen", "127.0.0.1:0", "--database-url", pgtest.NewDatabase(t)}, nil)

@@ -43,7 +43,7 @@ func TestLogFormat(t *testing.T) {
 		t.Errorf("--log-format=logfmt: err = %v", err)
 	}
 	o, err := parseFlags([]string{"--log-format=text"}, envMap(map[string]string{"CROWSNEST_DATABASE_URL": "x"}), io.Discard)
-	if err != nil || o.logFormat != "text" {
+	if err != nil || o.LogFormat != "text" {
 		t.Fatalf("--log-format=text: %+v, %v", o, err)
 	}
 }
