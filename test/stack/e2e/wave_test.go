@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/workload"
@@ -98,7 +102,7 @@ func TestOperatorKilledMidWave(t *testing.T) {
 	for _, img := range imgs {
 		if n := len(snap[img.Digest]); n != 1 {
 			dupJobs++
-			t.Errorf("%s: %d Jobs created (%v), want 1", img.Digest, n, snap[img.Digest])
+			t.Errorf("%s: %d Jobs created (%v), want 1; their states: %s", img.Digest, n, snap[img.Digest], jobStates(ctx, ns, snap[img.Digest]))
 		}
 		if err := checkNATSOnce(natsRec.of(img.Digest)); err != nil {
 			badEvents++
@@ -109,4 +113,24 @@ func TestOperatorKilledMidWave(t *testing.T) {
 		}
 	}
 	t.Logf("%d digests: %d with other than one Job, %d with other than one image.needed/job.done/report.stored", wave, dupJobs, badEvents)
+}
+
+// jobStates says how each named Job ended (its conditions, or that it is
+// gone), so a second Job for a digest tells a retry after a failed scan
+// from a duplicate.
+func jobStates(ctx context.Context, ns string, names []string) string {
+	var b strings.Builder
+	for _, name := range names {
+		j, err := shared.Cluster.Client.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			fmt.Fprintf(&b, "[%s: %v] ", name, err)
+			continue
+		}
+		fmt.Fprintf(&b, "[%s: created %s, failed pods %d", name, j.CreationTimestamp.Format(time.RFC3339), j.Status.Failed)
+		for _, c := range j.Status.Conditions {
+			fmt.Fprintf(&b, ", %s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
+		}
+		b.WriteString("] ")
+	}
+	return b.String()
 }
