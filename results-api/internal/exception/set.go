@@ -194,3 +194,24 @@ func (s *Set) ForDigest(digest string, runsIn []string) []*Exception {
 	}
 	return out
 }
+
+// SuppressingVulns returns the vulnerability ids (upper-cased, sorted,
+// each once) that some exception or imported statement could suppress a
+// finding of now: those of active exceptions and of imported statements
+// whose status suppresses. A finding of any other id stays active in
+// every view, so counting suppressed findings reads only these ids'.
+func (s *Set) SuppressingVulns() []string {
+	if s == nil {
+		return nil
+	}
+	now := s.policy.now()
+	var out []string
+	for _, e := range s.All() {
+		if (e.VEX != nil && !Suppresses(e.Status)) || e.State(now, s.policy.MaxLifetime) != Active {
+			continue
+		}
+		out = append(out, e.Vulnerabilities...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
