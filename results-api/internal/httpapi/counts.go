@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"slices"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/exception"
@@ -55,26 +56,32 @@ type suppressedCounts struct {
 }
 
 // suppressedIn decides, in view v, the findings that an exception could
-// suppress (store.EachCandidate: one statement, none without an exception
-// that could suppress something) of the reports digests (nil: all in the
-// caller's scope) and counts the suppressed ones, per digest and in
-// total, and per image for the vulnerability ids vulns.
+// suppress of the reports digests (nil: all in the caller's scope) and
+// counts the suppressed ones, per digest and in total, and per image for
+// the vulnerability ids vulns. One statement (store.EachCandidate), none
+// without an exception that could suppress something in v; a namespaced
+// exception is looked for only in the digests its namespace runs.
 func (s *Server) suppressedIn(ctx context.Context, v view, digests []string, vulns ...string) (*suppressedCounts, error) {
 	out := &suppressedCounts{byDigest: map[string]*tally{}, vulnImages: map[string]map[string]bool{}}
 	for _, id := range vulns {
 		out.vulnImages[id] = map[string]bool{}
 	}
 	set := s.exceptions()
-	ids := set.SuppressingVulns()
-	if len(ids) == 0 {
-		return out, nil
+	q := store.CandidateQuery{Digests: digests, Now: s.now(), SLA: s.cfg.SLA}
+	for _, vs := range set.SuppressingVulns() {
+		switch {
+		case vs.Namespace == "":
+			q.VulnIDs = append(q.VulnIDs, vs.VulnID)
+		case v.all || slices.Contains(v.namespaces, vs.Namespace):
+			q.NamespaceVulns = append(q.NamespaceVulns, store.NamespaceVuln{Namespace: vs.Namespace, VulnID: vs.VulnID})
+		}
 	}
 	var (
 		runsIn     []string
-		lastDigest = "" // digests are never empty
+		lastDigest string // never a digest: the first row starts one
 		cur        *tally
 	)
-	err := s.cfg.Store.EachCandidate(ctx, store.CandidateQuery{VulnIDs: ids, Digests: digests, Now: s.now(), SLA: s.cfg.SLA},
+	err := s.cfg.Store.EachCandidate(ctx, q,
 		func(c *store.Candidate) error {
 			if c.Digest != lastDigest {
 				runsIn, lastDigest, cur = v.runsIn(c.RunsIn), c.Digest, nil

@@ -89,6 +89,16 @@ func TestEachCandidate(t *testing.T) {
 		// told (the caller intersects them with its view).
 		{"scope", WithScope(ctx, Scope{Namespaces: []string{"b"}}), CandidateQuery{VulnIDs: []string{"CVE-2"}},
 			[]string{"2 CVE-2 low fix=false kev=false overdue=false in=[a b]"}},
+		// Namespaced ids only in the digests their namespace runs; a
+		// finding both select comes once.
+		{"namespaced", ctx, CandidateQuery{VulnIDs: []string{"CVE-2"}, NamespaceVulns: []NamespaceVuln{{"b", "CVE-3"}, {"a", "cve-2"}, {"z", "CVE-1"}}},
+			[]string{"1 CVE-2 low fix=false kev=false overdue=false in=[a]",
+				"2 CVE-2 low fix=false kev=false overdue=false in=[a b]", "2 cve-3 medium fix=false kev=false overdue=false in=[a b]",
+				"3 CVE-2 low fix=false kev=false overdue=false in=[]"}},
+		{"namespaced, in the digests asked", ctx, CandidateQuery{NamespaceVulns: []NamespaceVuln{{"a", "CVE-3"}}, Digests: digests[1:]},
+			[]string{"2 cve-3 medium fix=false kev=false overdue=false in=[a b]"}},
+		{"namespaced, in the scope", WithScope(ctx, Scope{Namespaces: []string{"b"}}), CandidateQuery{NamespaceVulns: []NamespaceVuln{{"a", "CVE-3"}}},
+			[]string{"2 cve-3 medium fix=false kev=false overdue=false in=[a b]"}},
 	} {
 		if got := collect(tc.ctx, tc.q); !slices.Equal(got, tc.want) {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
