@@ -1078,7 +1078,7 @@ type SuppressedCounts struct {
 	Counts   SeverityCounts `json:"counts"`
 	Findings int            `json:"findings"`
 
-	// Fixable Of them
+	// Fixable Of them, those with at least one fixed-in version.
 	Fixable int `json:"fixable"`
 
 	// Kev Of them, those listed in CISA's KEV catalog.
@@ -1091,13 +1091,13 @@ type SuppressedStats struct {
 	Findings int            `json:"findings"`
 	Fixable  int            `json:"fixable"`
 
-	// KevRunning Of them
+	// KevRunning Of them, those listed in CISA KEV in images some namespace runs now.
 	KevRunning int `json:"kevRunning"`
 
-	// Overdue Of them
+	// Overdue Of them, those of images some namespace runs now past their SLA deadline.
 	Overdue int `json:"overdue"`
 
-	// OverdueKev Of the overdue ones
+	// OverdueKev Of the overdue ones, those listed in CISA KEV.
 	OverdueKev int `json:"overdueKev"`
 }
 

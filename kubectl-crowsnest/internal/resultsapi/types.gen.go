@@ -692,7 +692,7 @@ type SuppressedCounts struct {
 	Counts   SeverityCounts `json:"counts"`
 	Findings int            `json:"findings"`
 
-	// Fixable Of them
+	// Fixable Of them, those with at least one fixed-in version.
 	Fixable int `json:"fixable"`
 
 	// Kev Of them, those listed in CISA's KEV catalog.

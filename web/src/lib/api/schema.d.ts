@@ -710,7 +710,7 @@ export interface components {
         SuppressedCounts: {
             findings: number;
             counts: components["schemas"]["SeverityCounts"];
-            /** @description Of them */
+            /** @description Of them, those with at least one fixed-in version. */
             fixable: number;
             /** @description Of them, those listed in CISA's KEV catalog. */
             kev: number;
@@ -1072,11 +1072,11 @@ export interface components {
             findings: number;
             counts: components["schemas"]["SeverityCounts"];
             fixable: number;
-            /** @description Of them */
+            /** @description Of them, those listed in CISA KEV in images some namespace runs now. */
             kevRunning: number;
-            /** @description Of them */
+            /** @description Of them, those of images some namespace runs now past their SLA deadline. */
             overdue: number;
-            /** @description Of the overdue ones */
+            /** @description Of the overdue ones, those listed in CISA KEV. */
             overdueKev: number;
         };
         Lifecycle: {
