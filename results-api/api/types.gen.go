@@ -804,7 +804,7 @@ type ReportDeleted struct {
 	Image  string `json:"image"`
 }
 
-// ReportDetail ReportSummary fields, with one page of the findings themselves; the count of all of them is in findingCount.
+// ReportDetail ReportSummary fields, with one page of the findings themselves; the count of all of them is in findingCount. counts, fixable and kev count the active findings (no exception suppresses them in this view, all pages), suppressed the others.
 type ReportDetail struct {
 	// ActiveFindings Findings no exception suppresses in this view (activeFindings + suppressedFindings = findingCount).
 	ActiveFindings int `json:"activeFindings"`
@@ -828,11 +828,13 @@ type ReportDetail struct {
 
 	// FindingsNextCursor Pass as findingsCursor for the next page of findings; absent on the last page.
 	FindingsNextCursor *string `json:"findingsNextCursor,omitempty"`
-	Fixable            int     `json:"fixable"`
-	GrypeVersion       string  `json:"grypeVersion"`
-	Image              string  `json:"image"`
 
-	// Kev Findings listed in CISA's KEV catalog (all pages).
+	// Fixable Active findings with at least one fixed-in version.
+	Fixable      int    `json:"fixable"`
+	GrypeVersion string `json:"grypeVersion"`
+	Image        string `json:"image"`
+
+	// Kev Active findings listed in CISA's KEV catalog (all pages).
 	Kev       int        `json:"kev"`
 	MatchedAt *time.Time `json:"matchedAt,omitempty"`
 
@@ -844,6 +846,9 @@ type ReportDetail struct {
 	Scan      *ScanStatus `json:"scan,omitempty"`
 	ScannedAt time.Time   `json:"scannedAt"`
 	StoredAt  time.Time   `json:"storedAt"`
+
+	// Suppressed The findings of a report that exceptions suppress in the caller's view (see "Exceptions" in docs/api.md). A report's counts, fixable, findings and kev count the others, so that the two add up to all of its findings.
+	Suppressed SuppressedCounts `json:"suppressed"`
 
 	// SuppressedFindings Findings an exception suppresses in this view.
 	SuppressedFindings int `json:"suppressedFindings"`
@@ -872,7 +877,7 @@ type ReportStored struct {
 	ScannedAt time.Time `json:"scannedAt"`
 }
 
-// ReportSummary defines model for ReportSummary.
+// ReportSummary A report's summary. In the report list and the stats, counts, fixable, findings and kev count the findings no exception suppresses in the caller's view, and suppressed the others (see "Exceptions" in docs/api.md); in a PUT's response and WebSocket frames suppressed is absent and they count every finding.
 type ReportSummary struct {
 	// Cause Why the report was written, decided by the server from the writer:
 	// scan (the digest's first report), rescan (a later scan of a digest
@@ -889,26 +894,26 @@ type ReportSummary struct {
 	// Digest Example: sha256:3f1e1d9c5b7a2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6c8d0e2f
 	Digest Digest `json:"digest"`
 
-	// Findings Number of findings.
+	// Findings Number of findings (active ones where counts are).
 	Findings int `json:"findings"`
 
 	// FindingsSha256 The fingerprint of the stored findings (hex; the contract's api/finding.Fingerprint): equal for two reports with the same findings. The matcher compares it with a re-match's to tell an unchanged one. Absent for reports stored before results-api kept it.
 	FindingsSha256 *string `json:"findingsSha256,omitempty"`
 
-	// Fixable Findings with at least one fixed-in version.
+	// Fixable Findings with at least one fixed-in version (active ones where counts are).
 	Fixable      int    `json:"fixable"`
 	GrypeVersion string `json:"grypeVersion"`
 
 	// Image repository@sha256:...
 	Image string `json:"image"`
 
-	// Kev Findings listed in CISA's Known Exploited Vulnerabilities catalog (Grype's CycloneDX rating from "CISA KEV Catalog").
+	// Kev Findings listed in CISA's Known Exploited Vulnerabilities catalog (Grype's CycloneDX rating from "CISA KEV Catalog"); active ones where counts are.
 	Kev int `json:"kev"`
 
 	// MatchedAt When the findings were last matched against a DB (the report's write or a later PUT .../vulndb).
 	MatchedAt *time.Time `json:"matchedAt,omitempty"`
 
-	// MaxRisk The highest Grype risk score (0 to 100) of the report's findings; 0 when none has an EPSS score or KEV listing.
+	// MaxRisk The highest Grype risk score (0 to 100) of the report's findings, suppressed or not; 0 when none has an EPSS score or KEV listing.
 	MaxRisk float64 `json:"maxRisk"`
 
 	// RunningIn The workloads running this digest now (from the operator's inventory), limited to the namespaces the caller may read; empty when none does.
@@ -922,6 +927,9 @@ type ReportSummary struct {
 
 	// StoredAt When the server last received this report.
 	StoredAt time.Time `json:"storedAt"`
+
+	// Suppressed The findings of a report that exceptions suppress in the caller's view (see "Exceptions" in docs/api.md). A report's counts, fixable, findings and kev count the others, so that the two add up to all of its findings.
+	Suppressed *SuppressedCounts `json:"suppressed,omitempty"`
 }
 
 // Risk What Grype's CycloneDX says about a finding's exploitation: the EPSS
@@ -1038,24 +1046,59 @@ type SeverityCounts struct {
 	Unknown    int `json:"unknown"`
 }
 
-// Stats defines model for Stats.
+// Stats Totals of the reports the caller may read. The findings counted (findings, counts, fixable, kevRunning, overdue, overdueKev) are the active ones: those no exception suppresses in the caller's view (every namespace it may read; see "Exceptions" in docs/api.md); suppressed counts the others.
 type Stats struct {
 	Counts   SeverityCounts `json:"counts"`
 	Findings int            `json:"findings"`
 	Fixable  int            `json:"fixable"`
 	Images   int            `json:"images"`
 
-	// KevRunning Findings listed in CISA's KEV catalog, in images some namespace runs now.
+	// KevRunning Active findings listed in CISA's KEV catalog, in images some namespace runs now.
 	KevRunning int `json:"kevRunning"`
 
-	// Overdue Findings of images some namespace runs now past their SLA deadline (results-api's --sla).
+	// Overdue Active findings of images some namespace runs now past their SLA deadline (results-api's --sla).
 	Overdue int `json:"overdue"`
 
 	// OverdueKev Of the overdue findings, those listed in CISA KEV.
-	OverdueKev         int                `json:"overdueKev"`
-	Scans              ScanCounts         `json:"scans"`
-	TopImages          []ReportSummary    `json:"topImages"`
+	OverdueKev int        `json:"overdueKev"`
+	Scans      ScanCounts `json:"scans"`
+
+	// Suppressed The findings of the stats that exceptions suppress in the caller's view; the stats' own fields count the others.
+	Suppressed SuppressedStats `json:"suppressed"`
+
+	// TopImages The images with the most critical, then high, then medium findings (of all their findings); each counts its active findings and tells the suppressed ones.
+	TopImages []ReportSummary `json:"topImages"`
+
+	// TopVulnerabilities The vulnerabilities of the worst severity found in the most images (suppressed or not); images counts those where it is active.
 	TopVulnerabilities []TopVulnerability `json:"topVulnerabilities"`
+}
+
+// SuppressedCounts The findings of a report that exceptions suppress in the caller's view (see "Exceptions" in docs/api.md). A report's counts, fixable, findings and kev count the others, so that the two add up to all of its findings.
+type SuppressedCounts struct {
+	Counts   SeverityCounts `json:"counts"`
+	Findings int            `json:"findings"`
+
+	// Fixable Of them, those with at least one fixed-in version.
+	Fixable int `json:"fixable"`
+
+	// Kev Of them, those listed in CISA's KEV catalog.
+	Kev int `json:"kev"`
+}
+
+// SuppressedStats The findings of the stats that exceptions suppress in the caller's view; the stats' own fields count the others.
+type SuppressedStats struct {
+	Counts   SeverityCounts `json:"counts"`
+	Findings int            `json:"findings"`
+	Fixable  int            `json:"fixable"`
+
+	// KevRunning Of them, those listed in CISA KEV in images some namespace runs now.
+	KevRunning int `json:"kevRunning"`
+
+	// Overdue Of them, those of images some namespace runs now past their SLA deadline.
+	Overdue int `json:"overdue"`
+
+	// OverdueKev Of the overdue ones, those listed in CISA KEV.
+	OverdueKev int `json:"overdueKev"`
 }
 
 // Suppression The decision that suppresses a finding in this view (an exception, or a statement of an imported OpenVEX document: then vex says where it comes from); absent when the finding is active.
@@ -1079,9 +1122,12 @@ type Suppression struct {
 type TopVulnerability struct {
 	Id string `json:"id"`
 
-	// Images Number of images carrying it.
+	// Images Number of images carrying it in a finding no exception suppresses in the caller's view.
 	Images   int      `json:"images"`
 	Severity Severity `json:"severity"`
+
+	// SuppressedImages Number of images carrying it only in findings an exception suppresses in the caller's view.
+	SuppressedImages int `json:"suppressedImages"`
 }
 
 // VEXAnnotation An imported OpenVEX statement that says an active finding is affected or under investigation: it annotates the finding and does not suppress it.

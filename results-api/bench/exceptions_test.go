@@ -28,7 +28,8 @@ import (
 // each image running in one of 200 namespaces) with 1,000 exceptions
 // (990 namespaced, 10 cluster-wide) and 100 imported OpenVEX documents of
 // 20 statements (90 namespaced, 10 cluster-wide) watched from a real
-// kube-apiserver: the list page, a report detail with suppressed findings
+// kube-apiserver: the list page and the stats (both counting what the
+// exceptions suppress), a report detail with suppressed findings
 // (counts and the suppressed filter), the CVE view, one of a CVE the
 // documents decide, and the audit. (Smoke mode: 500 reports of 5
 // findings, 100 exceptions, 50 documents.)
@@ -70,6 +71,7 @@ func BenchmarkExceptionQuery(b *testing.B) {
 	digest := fmt.Sprintf("sha256:%064x", 42)
 	cases := []struct{ name, path, mustContain string }{
 		{"list-page50", "/api/v1/reports?limit=50", fmt.Sprintf(`"total":%d`, reports)},
+		{"stats", "/api/v1/stats", `"topVulnerabilities":`},
 		{"report-detail", "/api/v1/reports/" + digest, `"suppressedFindings":2`},
 		{"report-detail-suppressed", "/api/v1/reports/" + digest + "?suppressed=true", `"suppression":{`},
 		{"vulnerability", "/api/v1/vulnerabilities/CVE-2025-00042?suppressed=all", `"suppressedImages":`},

@@ -494,7 +494,7 @@ type Package struct {
 	Version string `json:"version"`
 }
 
-// ReportDetail ReportSummary fields, with one page of the findings themselves; the count of all of them is in findingCount.
+// ReportDetail ReportSummary fields, with one page of the findings themselves; the count of all of them is in findingCount. counts, fixable and kev count the active findings (no exception suppresses them in this view, all pages), suppressed the others.
 type ReportDetail struct {
 	// ActiveFindings Findings no exception suppresses in this view (activeFindings + suppressedFindings = findingCount).
 	ActiveFindings int `json:"activeFindings"`
@@ -518,11 +518,13 @@ type ReportDetail struct {
 
 	// FindingsNextCursor Pass as findingsCursor for the next page of findings; absent on the last page.
 	FindingsNextCursor *string `json:"findingsNextCursor,omitempty"`
-	Fixable            int     `json:"fixable"`
-	GrypeVersion       string  `json:"grypeVersion"`
-	Image              string  `json:"image"`
 
-	// Kev Findings listed in CISA's KEV catalog (all pages).
+	// Fixable Active findings with at least one fixed-in version.
+	Fixable      int    `json:"fixable"`
+	GrypeVersion string `json:"grypeVersion"`
+	Image        string `json:"image"`
+
+	// Kev Active findings listed in CISA's KEV catalog (all pages).
 	Kev       int        `json:"kev"`
 	MatchedAt *time.Time `json:"matchedAt,omitempty"`
 
@@ -534,6 +536,9 @@ type ReportDetail struct {
 	Scan      *ScanStatus `json:"scan,omitempty"`
 	ScannedAt time.Time   `json:"scannedAt"`
 	StoredAt  time.Time   `json:"storedAt"`
+
+	// Suppressed The findings of a report that exceptions suppress in the caller's view (see "Exceptions" in docs/api.md). A report's counts, fixable, findings and kev count the others, so that the two add up to all of its findings.
+	Suppressed SuppressedCounts `json:"suppressed"`
 
 	// SuppressedFindings Findings an exception suppresses in this view.
 	SuppressedFindings int `json:"suppressedFindings"`
@@ -550,7 +555,7 @@ type ReportList struct {
 	Total int `json:"total"`
 }
 
-// ReportSummary defines model for ReportSummary.
+// ReportSummary A report's summary. In the report list and the stats, counts, fixable, findings and kev count the findings no exception suppresses in the caller's view, and suppressed the others (see "Exceptions" in docs/api.md); in a PUT's response and WebSocket frames suppressed is absent and they count every finding.
 type ReportSummary struct {
 	// Cause Why the report was written, decided by the server from the writer:
 	// scan (the digest's first report), rescan (a later scan of a digest
@@ -567,26 +572,26 @@ type ReportSummary struct {
 	// Digest Example: sha256:3f1e1d9c5b7a2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6c8d0e2f
 	Digest Digest `json:"digest"`
 
-	// Findings Number of findings.
+	// Findings Number of findings (active ones where counts are).
 	Findings int `json:"findings"`
 
 	// FindingsSha256 The fingerprint of the stored findings (hex; the contract's api/finding.Fingerprint): equal for two reports with the same findings. The matcher compares it with a re-match's to tell an unchanged one. Absent for reports stored before results-api kept it.
 	FindingsSha256 *string `json:"findingsSha256,omitempty"`
 
-	// Fixable Findings with at least one fixed-in version.
+	// Fixable Findings with at least one fixed-in version (active ones where counts are).
 	Fixable      int    `json:"fixable"`
 	GrypeVersion string `json:"grypeVersion"`
 
 	// Image repository@sha256:...
 	Image string `json:"image"`
 
-	// Kev Findings listed in CISA's Known Exploited Vulnerabilities catalog (Grype's CycloneDX rating from "CISA KEV Catalog").
+	// Kev Findings listed in CISA's Known Exploited Vulnerabilities catalog (Grype's CycloneDX rating from "CISA KEV Catalog"); active ones where counts are.
 	Kev int `json:"kev"`
 
 	// MatchedAt When the findings were last matched against a DB (the report's write or a later PUT .../vulndb).
 	MatchedAt *time.Time `json:"matchedAt,omitempty"`
 
-	// MaxRisk The highest Grype risk score (0 to 100) of the report's findings; 0 when none has an EPSS score or KEV listing.
+	// MaxRisk The highest Grype risk score (0 to 100) of the report's findings, suppressed or not; 0 when none has an EPSS score or KEV listing.
 	MaxRisk float64 `json:"maxRisk"`
 
 	// RunningIn The workloads running this digest now (from the operator's inventory), limited to the namespaces the caller may read; empty when none does.
@@ -600,6 +605,9 @@ type ReportSummary struct {
 
 	// StoredAt When the server last received this report.
 	StoredAt time.Time `json:"storedAt"`
+
+	// Suppressed The findings of a report that exceptions suppress in the caller's view (see "Exceptions" in docs/api.md). A report's counts, fixable, findings and kev count the others, so that the two add up to all of its findings.
+	Suppressed *SuppressedCounts `json:"suppressed,omitempty"`
 }
 
 // Risk What Grype's CycloneDX says about a finding's exploitation: the EPSS
@@ -677,6 +685,18 @@ type SeverityCounts struct {
 	Medium     int `json:"medium"`
 	Negligible int `json:"negligible"`
 	Unknown    int `json:"unknown"`
+}
+
+// SuppressedCounts The findings of a report that exceptions suppress in the caller's view (see "Exceptions" in docs/api.md). A report's counts, fixable, findings and kev count the others, so that the two add up to all of its findings.
+type SuppressedCounts struct {
+	Counts   SeverityCounts `json:"counts"`
+	Findings int            `json:"findings"`
+
+	// Fixable Of them, those with at least one fixed-in version.
+	Fixable int `json:"fixable"`
+
+	// Kev Of them, those listed in CISA's KEV catalog.
+	Kev int `json:"kev"`
 }
 
 // Suppression The decision that suppresses a finding in this view (an exception, or a statement of an imported OpenVEX document: then vex says where it comes from); absent when the finding is active.

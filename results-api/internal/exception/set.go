@@ -194,3 +194,39 @@ func (s *Set) ForDigest(digest string, runsIn []string) []*Exception {
 	}
 	return out
 }
+
+// VulnScope is a vulnerability id (upper-cased) that an exception or
+// imported statement could suppress a finding of now, and the namespace
+// whose views it applies in ("" for a cluster one: every view).
+type VulnScope struct{ Namespace, VulnID string }
+
+// SuppressingVulns returns the vulnerability ids, with their namespaces,
+// that some exception or imported statement could suppress a finding of
+// now: those of active exceptions and of imported statements whose status
+// suppresses; sorted (cluster ones first), each once. A finding of any
+// other id, or of an id only namespaced ones name in a namespace where its
+// image does not run, stays active in every view: counting suppressed
+// findings reads only these.
+func (s *Set) SuppressingVulns() []VulnScope {
+	if s == nil {
+		return nil
+	}
+	now := s.policy.now()
+	var out []VulnScope
+	for _, e := range s.All() {
+		if (e.VEX != nil && !Suppresses(e.Status)) || e.State(now, s.policy.MaxLifetime) != Active {
+			continue
+		}
+		ns := e.Namespace
+		if e.Cluster() {
+			ns = ""
+		}
+		for _, id := range e.Vulnerabilities {
+			out = append(out, VulnScope{Namespace: ns, VulnID: id})
+		}
+	}
+	slices.SortFunc(out, func(a, b VulnScope) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.VulnID, b.VulnID))
+	})
+	return slices.Compact(out)
+}

@@ -1,6 +1,7 @@
 package exception
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -57,5 +58,39 @@ func TestDecide(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%s: decided %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestSuppressingVulns: the ids of active exceptions and of imported
+// statements that suppress, with their namespace ("" cluster-wide), each
+// once; not those of expired exceptions, exceptions past the maximum
+// lifetime, or affected statements.
+func TestSuppressingVulns(t *testing.T) {
+	now := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	mk := func(ns, name string, ids []string, mutate func(*Exception)) *Exception {
+		e := &Exception{Ref: Ref{Kind: KindNamespaced, Namespace: ns, Name: name}, Created: now.Add(-time.Hour),
+			Vulnerabilities: ids, Status: "not_affected", ExpiresAt: now.Add(time.Hour)}
+		if mutate != nil {
+			mutate(e)
+		}
+		return e
+	}
+	vex := &Provenance{DocumentID: "doc", Timestamp: now}
+	set := NewSet([]*Exception{
+		mk("a", "active", []string{"CVE-1", "CVE-2"}, nil),
+		mk("b", "same-id", []string{"CVE-2"}, nil),
+		mk("a", "expired", []string{"CVE-3"}, func(e *Exception) { e.ExpiresAt = now }),
+		mk("a", "too-long", []string{"CVE-4"}, func(e *Exception) { e.ExpiresAt = e.Created.Add(DefaultMaxLifetime + time.Second) }),
+		mk("a", "vex-fixed", []string{"CVE-5"}, func(e *Exception) { e.Status, e.VEX = "fixed", vex }),
+		mk("a", "vex-affected", []string{"CVE-6"}, func(e *Exception) { e.Status, e.VEX = "affected", vex }),
+		mk("", "cluster", []string{"CVE-2", "CVE-7"}, func(e *Exception) { e.Kind = KindCluster }),
+		mk("a", "again", []string{"CVE-1"}, nil),
+	}, Policy{MaxLifetime: DefaultMaxLifetime, Now: func() time.Time { return now }})
+	want := []VulnScope{{"", "CVE-2"}, {"", "CVE-7"}, {"a", "CVE-1"}, {"a", "CVE-2"}, {"a", "CVE-5"}, {"b", "CVE-2"}}
+	if got := set.SuppressingVulns(); !slices.Equal(got, want) {
+		t.Errorf("SuppressingVulns() = %v, want %v", got, want)
+	}
+	if got := (*Set)(nil).SuppressingVulns(); got != nil {
+		t.Errorf("nil set: %v", got)
 	}
 }

@@ -58,7 +58,23 @@ func (s *Server) listReports(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, badQuery("sort must be one of critical, high, medium, low, scannedAt, image, risk, kev, optionally prefixed with -"))
 		return
 	}
+	v, err := viewOf(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
 	page, err := s.cfg.Store.ListReports(r.Context(), lq)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	digests := make([]string, len(page.Items))
+	for i, it := range page.Items {
+		digests[i] = it.Digest
+	}
+	// Per page: the filters and the sort read the stored counts of all
+	// findings, the counts shown are the view's.
+	sup, err := s.suppressedIn(r.Context(), v, digests)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -67,6 +83,7 @@ func (s *Server) listReports(w http.ResponseWriter, r *http.Request) {
 		NextCursor: optString(page.NextCursor)}
 	for i, it := range page.Items {
 		out.Items[i] = render.ReportSummary(it)
+		activeSummary(&out.Items[i], sup.byDigest[it.Digest])
 	}
 	writeJSON(w, http.StatusOK, out)
 }

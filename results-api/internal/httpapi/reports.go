@@ -234,6 +234,7 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 	d.FindingsNextCursor = optString(page.NextCursor)
 	d.SuppressedFindings = len(sup.suppressed)
 	d.ActiveFindings = sum.Findings - d.SuppressedFindings
+	activeDetail(&d, sup.tally())
 	for i, f := range page.FindingList {
 		df := &d.Findings[i]
 		df.FirstSeen, df.AgeDays, df.SlaDue, df.Overdue = lifecycleFields(f, s.cfg.SLA, fq.Age.Now)

@@ -8,21 +8,40 @@ import (
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 )
 
+// getStats answers the dashboard's totals, counting the active findings
+// of the caller's view (every namespace it may read) and the suppressed
+// ones beside them.
 func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {
 	st, err := s.cfg.Store.Stats(r.Context(), s.now(), s.cfg.SLA)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	out := api.Stats{Images: st.Images, Findings: st.Findings, Fixable: st.Fixable, KevRunning: st.KEVRunning, Overdue: st.Overdue, OverdueKev: st.OverdueKEV, Counts: render.SeverityCounts(st.Counts),
+	top := make([]string, len(st.TopVulnerabilities))
+	for i, v := range st.TopVulnerabilities {
+		top[i] = v.ID
+	}
+	sup, err := s.suppressedIn(r.Context(), scopeView(r), nil, top...)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	t := &sup.total
+	out := api.Stats{Images: st.Images, Findings: st.Findings - t.findings, Fixable: st.Fixable - t.fixable,
+		KevRunning: st.KEVRunning - t.kevRunning, Overdue: st.Overdue - t.overdue, OverdueKev: st.OverdueKEV - t.overdueKEV,
+		Counts: active(render.SeverityCounts(st.Counts), t),
+		Suppressed: api.SuppressedStats{Findings: t.findings, Counts: render.SeverityCounts(t.counts), Fixable: t.fixable,
+			KevRunning: t.kevRunning, Overdue: t.overdue, OverdueKev: t.overdueKEV},
 		Scans: api.ScanCounts{Queued: st.Scans[report.ScanQueued], Scanning: st.Scans[report.ScanScanning],
 			Failed: st.Scans[report.ScanFailed], Done: st.Scans[report.ScanDone]},
 		TopImages: make([]api.ReportSummary, len(st.TopImages)), TopVulnerabilities: make([]api.TopVulnerability, len(st.TopVulnerabilities))}
 	for i, s := range st.TopImages {
 		out.TopImages[i] = render.ReportSummary(s)
+		activeSummary(&out.TopImages[i], sup.byDigest[s.Digest])
 	}
 	for i, v := range st.TopVulnerabilities {
-		out.TopVulnerabilities[i] = api.TopVulnerability{Id: v.ID, Severity: api.Severity(v.Severity.String()), Images: v.Images}
+		n := sup.suppressedImages(v.ID)
+		out.TopVulnerabilities[i] = api.TopVulnerability{Id: v.ID, Severity: api.Severity(v.Severity.String()), Images: v.Images - n, SuppressedImages: n}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

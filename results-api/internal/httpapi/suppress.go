@@ -142,6 +142,15 @@ func (s *Server) suppressionOf(ctx context.Context, v view, digest string, total
 	return d, nil
 }
 
+// tally counts the suppressed findings.
+func (d *digestSuppression) tally() *tally {
+	t := &tally{}
+	for i := range d.decided {
+		t.addKey(&d.decided[i].key)
+	}
+	return t
+}
+
 // filter is the store's id filter for mode (nil: no filter needed).
 func (d *digestSuppression) filter(m suppressedMode) *store.IDFilter {
 	switch {

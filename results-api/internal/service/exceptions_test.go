@@ -32,6 +32,8 @@ type exceptionEnv struct {
 	*readEnv
 	c  *cluster
 	dc dynamic.Interface
+	// configure, when set, changes results-api's configuration before start.
+	configure func(*service.Config)
 }
 
 // shared runs in team-a and team-b; bOnly in team-b only.
@@ -67,9 +69,13 @@ func (e *exceptionEnv) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := service.New(c.ctx, service.Config{DatabaseURL: pgtest.NewDatabase(t), WriteToken: adminToken,
+	cfg := service.Config{DatabaseURL: pgtest.NewDatabase(t), WriteToken: adminToken,
 		Reads:      &service.ReadAuth{Reviewer: reviewer, Audience: audience, Client: kubernetes.NewForConfigOrDie(c.cfg)},
-		Exceptions: &service.Exceptions{Client: e.dc, AuditInterval: 100 * time.Millisecond}})
+		Exceptions: &service.Exceptions{Client: e.dc, AuditInterval: 100 * time.Millisecond}}
+	if e.configure != nil {
+		e.configure(&cfg)
+	}
+	svc, err := service.New(c.ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +88,7 @@ func (e *exceptionEnv) start() {
 		bomtest.Vuln{ID: "CVE-2024-0002", Severity: "high", Package: "zlib", Version: "1.2", Fix: "1.3"},
 		bomtest.Vuln{ID: "CVE-2024-0003", Severity: "medium", Package: "musl", Version: "1.2.5"},
 		bomtest.Vuln{ID: "CVE-2024-0004", Severity: "low", Package: "busybox", Version: "1.36"},
-		bomtest.Vuln{ID: "CVE-2024-0005", Severity: "critical", Package: "curl", Version: "8.0"}))
+		bomtest.Vuln{ID: "CVE-2024-0005", Severity: "critical", Package: "curl", Version: "8.0", KEV: true}))
 	srv.PutReport(t, bOnly, bomtest.BOM(bomtest.Vuln{ID: "CVE-2024-0001", Severity: "high", Package: "openssl", Version: "3.0.1"}))
 	for ns, digests := range map[string][]string{"team-a": {shared}, "team-b": {shared, bOnly}} {
 		inv := store.Inventory{Namespace: ns, EventID: ns, Time: time.Now().Add(-time.Minute)}

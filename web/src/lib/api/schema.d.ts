@@ -661,6 +661,7 @@ export interface components {
             /** @description True when the scan ran in a namespace outside the caller's; absent otherwise. */
             redacted?: boolean;
         };
+        /** @description A report's summary. In the report list and the stats, counts, fixable, findings and kev count the findings no exception suppresses in the caller's view, and suppressed the others (see "Exceptions" in docs/api.md); in a PUT's response and WebSocket frames suppressed is absent and they count every finding. */
         ReportSummary: {
             digest: components["schemas"]["Digest"];
             /** @description repository@sha256:... */
@@ -687,22 +688,32 @@ export interface components {
             matchedAt?: string;
             cause: components["schemas"]["Cause"];
             counts: components["schemas"]["SeverityCounts"];
-            /** @description Findings with at least one fixed-in version. */
+            /** @description Findings with at least one fixed-in version (active ones where counts are). */
             fixable: number;
-            /** @description Number of findings. */
+            /** @description Number of findings (active ones where counts are). */
             findings: number;
             /** @description The fingerprint of the stored findings (hex; the contract's api/finding.Fingerprint): equal for two reports with the same findings. The matcher compares it with a re-match's to tell an unchanged one. Absent for reports stored before results-api kept it. */
             findingsSha256?: string;
-            /** @description Findings listed in CISA's Known Exploited Vulnerabilities catalog (Grype's CycloneDX rating from "CISA KEV Catalog"). */
+            /** @description Findings listed in CISA's Known Exploited Vulnerabilities catalog (Grype's CycloneDX rating from "CISA KEV Catalog"); active ones where counts are. */
             kev: number;
             /**
              * Format: double
-             * @description The highest Grype risk score (0 to 100) of the report's findings; 0 when none has an EPSS score or KEV listing.
+             * @description The highest Grype risk score (0 to 100) of the report's findings, suppressed or not; 0 when none has an EPSS score or KEV listing.
              */
             maxRisk: number;
+            suppressed?: components["schemas"]["SuppressedCounts"];
             scan?: components["schemas"]["ScanStatus"];
             /** @description The workloads running this digest now (from the operator's inventory), limited to the namespaces the caller may read; empty when none does. */
             runningIn?: components["schemas"]["RunningWorkload"][];
+        };
+        /** @description The findings of a report that exceptions suppress in the caller's view (see "Exceptions" in docs/api.md). A report's counts, fixable, findings and kev count the others, so that the two add up to all of its findings. */
+        SuppressedCounts: {
+            findings: number;
+            counts: components["schemas"]["SeverityCounts"];
+            /** @description Of them, those with at least one fixed-in version. */
+            fixable: number;
+            /** @description Of them, those listed in CISA's KEV catalog. */
+            kev: number;
         };
         RunningWorkload: {
             namespace: string;
@@ -901,7 +912,7 @@ export interface components {
              */
             score: number;
         };
-        /** @description ReportSummary fields, with one page of the findings themselves; the count of all of them is in findingCount. */
+        /** @description ReportSummary fields, with one page of the findings themselves; the count of all of them is in findingCount. counts, fixable and kev count the active findings (no exception suppresses them in this view, all pages), suppressed the others. */
         ReportDetail: {
             digest: components["schemas"]["Digest"];
             image: string;
@@ -917,6 +928,7 @@ export interface components {
             runningIn?: components["schemas"]["RunningWorkload"][];
             cause: components["schemas"]["Cause"];
             counts: components["schemas"]["SeverityCounts"];
+            /** @description Active findings with at least one fixed-in version. */
             fixable: number;
             /** @description Number of findings of the report (all pages). */
             findingCount: number;
@@ -924,7 +936,8 @@ export interface components {
             activeFindings: number;
             /** @description Findings an exception suppresses in this view. */
             suppressedFindings: number;
-            /** @description Findings listed in CISA's KEV catalog (all pages). */
+            suppressed: components["schemas"]["SuppressedCounts"];
+            /** @description Active findings listed in CISA's KEV catalog (all pages). */
             kev: number;
             /**
              * Format: double
@@ -997,8 +1010,10 @@ export interface components {
         TopVulnerability: {
             id: string;
             severity: components["schemas"]["Severity"];
-            /** @description Number of images carrying it. */
+            /** @description Number of images carrying it in a finding no exception suppresses in the caller's view. */
             images: number;
+            /** @description Number of images carrying it only in findings an exception suppresses in the caller's view. */
+            suppressedImages: number;
         };
         WorkloadList: {
             items: components["schemas"]["WorkloadSummary"][];
@@ -1033,20 +1048,36 @@ export interface components {
             /** @description With cluster false, the namespaces whose running images the caller may read, sorted; empty otherwise. */
             namespaces: string[];
         };
+        /** @description Totals of the reports the caller may read. The findings counted (findings, counts, fixable, kevRunning, overdue, overdueKev) are the active ones: those no exception suppresses in the caller's view (every namespace it may read; see "Exceptions" in docs/api.md); suppressed counts the others. */
         Stats: {
             images: number;
-            /** @description Findings of images some namespace runs now past their SLA deadline (results-api's --sla). */
+            /** @description Active findings of images some namespace runs now past their SLA deadline (results-api's --sla). */
             overdue: number;
             /** @description Of the overdue findings, those listed in CISA KEV. */
             overdueKev: number;
             findings: number;
-            /** @description Findings listed in CISA's KEV catalog, in images some namespace runs now. */
+            /** @description Active findings listed in CISA's KEV catalog, in images some namespace runs now. */
             kevRunning: number;
             counts: components["schemas"]["SeverityCounts"];
             fixable: number;
+            suppressed: components["schemas"]["SuppressedStats"];
             scans: components["schemas"]["ScanCounts"];
+            /** @description The images with the most critical, then high, then medium findings (of all their findings); each counts its active findings and tells the suppressed ones. */
             topImages: components["schemas"]["ReportSummary"][];
+            /** @description The vulnerabilities of the worst severity found in the most images (suppressed or not); images counts those where it is active. */
             topVulnerabilities: components["schemas"]["TopVulnerability"][];
+        };
+        /** @description The findings of the stats that exceptions suppress in the caller's view; the stats' own fields count the others. */
+        SuppressedStats: {
+            findings: number;
+            counts: components["schemas"]["SeverityCounts"];
+            fixable: number;
+            /** @description Of them, those listed in CISA KEV in images some namespace runs now. */
+            kevRunning: number;
+            /** @description Of them, those of images some namespace runs now past their SLA deadline. */
+            overdue: number;
+            /** @description Of the overdue ones, those listed in CISA KEV. */
+            overdueKev: number;
         };
         Lifecycle: {
             /**
