@@ -11,18 +11,11 @@ import (
 // The env* helpers turn a CROWSNEST_* variable into a flag default: a value
 // that does not parse, or lies outside what the flag accepts (envInt and
 // envDuration: positive; envDurationZero: not negative), leaves the built-in
-// default, so that --help shows what applies.
+// default, so that --help shows what applies (booleans: cli.EnvBool).
 
 func envInt(v string, def int64) int64 {
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
 		return n
-	}
-	return def
-}
-
-func envBool(v string, def bool) bool {
-	if b, err := strconv.ParseBool(v); err == nil {
-		return b
 	}
 	return def
 }

@@ -58,13 +58,10 @@ func viewOf(r *http.Request) (view, error) {
 	if len(ns) > 63 {
 		return view{}, badQuery("namespace must be at most 63 characters")
 	}
-	sc, scoped := store.ScopeOf(r.Context())
-	switch {
-	case ns == "" && !scoped:
-		return view{all: true}, nil
-	case ns == "":
-		return view{namespaces: sc.Namespaces}, nil
-	case scoped && !slices.Contains(sc.Namespaces, ns):
+	if ns == "" {
+		return scopeView(r), nil
+	}
+	if sc, scoped := store.ScopeOf(r.Context()); scoped && !slices.Contains(sc.Namespaces, ns) {
 		return view{}, nil
 	}
 	return view{namespaces: []string{ns}}, nil
