@@ -25,6 +25,7 @@ type seen struct {
 	Digest  string
 	Outcome string // job.done
 	Reason  string // job.done failure reason
+	Message string // job.done failure detail
 	Status  string // WebSocket scan.status
 	At      time.Time
 }
@@ -61,7 +62,12 @@ func kinds(es []seen) string {
 		if e.Status != "" {
 			s += "(" + e.Status + ")"
 		}
-		if e.Outcome != "" {
+		switch {
+		case e.Outcome != "" && e.Reason != "":
+			// A failure says why, so a retry after a scan that really
+			// failed reads differently from a duplicate.
+			s += fmt.Sprintf("(%s %s: %.200s)", e.Outcome, e.Reason, e.Message)
+		case e.Outcome != "":
 			s += "(" + e.Outcome + ")"
 		}
 		k = append(k, s)
@@ -108,10 +114,10 @@ func subscribeNATS(t *testing.T, url string) *recorder {
 			t.Errorf("undecodable event on %s: %v", m.Subject(), err)
 			return
 		}
-		var p struct{ Digest, Outcome, Reason string }
+		var p struct{ Digest, Outcome, Reason, Message string }
 		_ = ev.Decode(&p)
 		r.add(seen{Kind: strings.TrimPrefix(m.Subject(), "crowsnest."), ID: ev.ID, Digest: p.Digest,
-			Outcome: p.Outcome, Reason: p.Reason, At: time.Now()})
+			Outcome: p.Outcome, Reason: p.Reason, Message: p.Message, At: time.Now()})
 	})
 	if err != nil {
 		t.Fatal(err)
