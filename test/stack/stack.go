@@ -207,7 +207,7 @@ func (s *Stack) startCluster(ctx, bg context.Context) error {
 	if err != nil {
 		return err
 	}
-	reg, err := registry.Start(ctx, s.hostAddr(o.RegistryAddr), images)
+	reg, err := registry.Start(ctx, s.hostAddr(o.RegistryAddr), images, s.Log.With("component", "registry"))
 	if err != nil {
 		return err
 	}

@@ -65,7 +65,7 @@ func TestNodeRunsAPodAndLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cp.Stop() }()
-	reg, err := registry.Start(ctx, net.JoinHostPort(netw.Gateway.String(), "0"), nil)
+	reg, err := registry.Start(ctx, net.JoinHostPort(netw.Gateway.String(), "0"), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func TestDemoImagesReproducibleAndServed(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	r, err := Start(ctx, "127.0.0.1:0", a)
+	r, err := Start(ctx, "127.0.0.1:0", a, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

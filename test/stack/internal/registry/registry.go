@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -44,14 +45,16 @@ type Registry struct {
 }
 
 // Start serves a registry on addr (e.g. "127.0.0.1:0") and pushes images.
-func Start(ctx context.Context, addr string, images []Built) (*Registry, error) {
+// Requests it fails (a status of 500 or more) are logged to lg, if not nil:
+// a scan that fails on a registry error then says which request did.
+func Start(ctx context.Context, addr string, images []Built, lg *slog.Logger) (*Registry, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("registry listen %s: %w", addr, err)
 	}
 	r := &Registry{Host: ln.Addr().String()}
 	r.srv = &http.Server{
-		Handler:           r.holding(ggcr.New(ggcr.Logger(log.New(io.Discard, "", 0)))),
+		Handler:           logFailures(lg, r.holding(ggcr.New(ggcr.Logger(log.New(io.Discard, "", 0))))),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	go func() { _ = r.srv.Serve(ln) }()
@@ -148,4 +151,33 @@ func (r *Registry) Close() error {
 		return err
 	}
 	return nil
+}
+
+// statusWriter records the status a handler answered with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// logFailures logs each request next answers with a server error.
+func logFailures(lg *slog.Logger, next http.Handler) http.Handler {
+	if lg == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		start := time.Now()
+		next.ServeHTTP(sw, req)
+		if sw.status >= http.StatusInternalServerError {
+			lg.Warn("registry request failed", "method", req.Method, "path", req.URL.Path, "status", sw.status,
+				"remote", req.RemoteAddr, "took", time.Since(start).Round(time.Millisecond))
+		}
+	})
 }
