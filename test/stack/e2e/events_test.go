@@ -66,7 +66,7 @@ func kinds(es []seen) string {
 		case e.Outcome != "" && e.Reason != "":
 			// A failure says why, so a retry after a scan that really
 			// failed reads differently from a duplicate.
-			s += fmt.Sprintf("(%s %s: %.200s)", e.Outcome, e.Reason, e.Message)
+			s += fmt.Sprintf("(%s %s: %s)", e.Outcome, e.Reason, e.Message)
 		case e.Outcome != "":
 			s += "(" + e.Outcome + ")"
 		}
