@@ -72,6 +72,17 @@ func (n *Network) create() error {
 	if err := run("ip", "link", "add", n.Bridge, "type", "bridge"); err != nil {
 		return fmt.Errorf("create bridge %s: %w", n.Bridge, err)
 	}
+	// A bridge whose address nobody set takes the lowest address among its
+	// ports, so it changes whenever a Pod's veth with a lower one joins or
+	// the lowest one leaves. A Pod that resolved the gateway before such a
+	// change sends to the old address until its neighbour entry expires
+	// (15–45 s): its connections to the stack's services time out, and
+	// with Pods coming and going during a wave of scans one in 40 failed
+	// that way ("dial tcp 10.213.0.1: i/o timeout"). An address set by
+	// hand is kept, as Docker does for docker0.
+	if err := run("ip", "link", "set", n.Bridge, "address", n.BridgeMAC().String()); err != nil {
+		return fmt.Errorf("set the address of bridge %s: %w", n.Bridge, err)
+	}
 	ones, _ := n.Subnet.Mask.Size()
 	if err := run("ip", "addr", "add", fmt.Sprintf("%s/%d", n.Gateway, ones), "dev", n.Bridge); err != nil {
 		return fmt.Errorf("address bridge %s: %w", n.Bridge, err)
@@ -80,6 +91,13 @@ func (n *Network) create() error {
 		return fmt.Errorf("bring up bridge %s: %w", n.Bridge, err)
 	}
 	return nil
+}
+
+// BridgeMAC is the bridge's own hardware address, derived from the gateway
+// as kubenet did: 0a:58 (locally administered, unicast), then the four
+// bytes of the IPv4 address, so no two stacks' bridges share one.
+func (n *Network) BridgeMAC() net.HardwareAddr {
+	return append(net.HardwareAddr{0x0a, 0x58}, n.Gateway.To4()...)
 }
 
 // Close deletes the bridge (its veths are gone with their Pods' network

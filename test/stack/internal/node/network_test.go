@@ -1,0 +1,66 @@
+package node_test
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/node"
+)
+
+// TestBridgeKeepsItsAddress plays the Pods of a wave of scans: a veth with
+// an address lower than the bridge's joins it, then leaves. A bridge whose
+// address the kernel assigned takes the lowest of its ports' addresses
+// each time, and Pods that resolved the gateway before lose it for up to
+// 45 s (the wave test's "dial tcp 10.213.0.1: i/o timeout"); the node's
+// bridge must keep the address it was given.
+func TestBridgeKeepsItsAddress(t *testing.T) {
+	netw, err := node.SetupNetwork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := netw.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	want := netw.BridgeMAC()
+	check := func(when string) {
+		t.Helper()
+		got, err := net.InterfaceByName(netw.Bridge)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.HardwareAddr.String() != want.String() {
+			t.Errorf("%s: bridge %s has address %s, want %s", when, netw.Bridge, got.HardwareAddr, want)
+		}
+		kind, err := os.ReadFile(filepath.Join("/sys/class/net", netw.Bridge, "addr_assign_type"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := strings.TrimSpace(string(kind)); k != "3" { // NET_ADDR_SET: the kernel keeps it
+			t.Errorf("%s: bridge %s address assign type %s, want 3 (set)", when, netw.Bridge, k)
+		}
+	}
+	check("new bridge")
+
+	host, peer := "cnbt"+strconv.Itoa(netw.Index), "cnbtp"+strconv.Itoa(netw.Index)
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	_ = exec.Command("ip", "link", "del", host).Run() // left by a killed run
+	ip("link", "add", host, "address", "02:00:00:00:00:01", "type", "veth", "peer", "name", peer)
+	defer func() { _ = exec.Command("ip", "link", "del", host).Run() }()
+	ip("link", "set", host, "master", netw.Bridge)
+	ip("link", "set", host, "up")
+	check("a port with a lower address joined")
+	ip("link", "del", host)
+	check("the port left")
+}
