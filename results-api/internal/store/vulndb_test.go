@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
