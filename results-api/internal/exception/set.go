@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,14 +30,18 @@ type Set struct {
 	byVuln map[string][]*Exception
 	policy Policy
 	docs   []Document
+	gen    uint64
 }
+
+// generations numbers the Sets built by this process.
+var generations atomic.Uint64
 
 // NewSet indexes list (exceptions and imported statements) and keeps docs,
 // the imported documents as read. Within an id, cluster exceptions come
 // first, then namespaced ones by namespace and name, so that decisions
 // are stable.
 func NewSet(list []*Exception, policy Policy, docs ...Document) *Set {
-	s := &Set{all: slices.Clone(list), byVuln: map[string][]*Exception{}, policy: policy, docs: docs}
+	s := &Set{all: slices.Clone(list), byVuln: map[string][]*Exception{}, policy: policy, docs: docs, gen: generations.Add(1)}
 	slices.SortStableFunc(s.all, compareExceptions)
 	for _, e := range s.all {
 		for _, id := range e.Vulnerabilities {
@@ -66,6 +71,33 @@ func (s *Set) All() []*Exception {
 
 // Len is the number of exceptions.
 func (s *Set) Len() int { return len(s.All()) }
+
+// Generation numbers s among the Sets of this process: a Set built later
+// (after a change of the exceptions or documents) has a higher one; 0 is
+// the nil Set's. What was decided with a Set holds for its generation
+// until its clock reaches NextChange.
+func (s *Set) Generation() uint64 {
+	if s == nil {
+		return 0
+	}
+	return s.gen
+}
+
+// Now is the clock s decides by.
+func (s *Set) Now() time.Time { return s.Policy().now() }
+
+// NextChange is the first time after t at which an exception of s changes
+// state by the clock alone (it expires), or the zero time if none will:
+// until then Decide and SuppressingVulns answer as they do at t.
+func (s *Set) NextChange(t time.Time) time.Time {
+	var next time.Time
+	for _, e := range s.All() {
+		if e.VEX == nil && e.ExpiresAt.After(t) && (next.IsZero() || e.ExpiresAt.Before(next)) {
+			next = e.ExpiresAt
+		}
+	}
+	return next
+}
 
 // Policy returns the policy s judges with.
 func (s *Set) Policy() Policy {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/exception"
@@ -62,12 +63,17 @@ type suppressedCounts struct {
 // without an exception that could suppress something in v; a namespaced
 // exception is looked for only in the digests its namespace runs.
 func (s *Server) suppressedIn(ctx context.Context, v view, digests []string, vulns ...string) (*suppressedCounts, error) {
+	return s.suppressedBy(ctx, s.exceptions(), s.now(), v, digests, vulns...)
+}
+
+// suppressedBy is suppressedIn with the exceptions set, and findings
+// overdue at now.
+func (s *Server) suppressedBy(ctx context.Context, set *exception.Set, now time.Time, v view, digests []string, vulns ...string) (*suppressedCounts, error) {
 	out := &suppressedCounts{byDigest: map[string]*tally{}, vulnImages: map[string]map[string]bool{}}
 	for _, id := range vulns {
 		out.vulnImages[id] = map[string]bool{}
 	}
-	set := s.exceptions()
-	q := store.CandidateQuery{Digests: digests, Now: s.now(), SLA: s.cfg.SLA}
+	q := store.CandidateQuery{Digests: digests, Now: now, SLA: s.cfg.SLA}
 	for _, vs := range set.SuppressingVulns() {
 		switch {
 		case vs.Namespace == "":

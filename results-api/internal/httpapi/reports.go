@@ -103,6 +103,7 @@ func (s *Server) putReport(w http.ResponseWriter, r *http.Request) {
 	if !res.Unchanged && !res.FindingsKept {
 		m.FindingsStored.Add(float64(rep.Findings))
 	}
+	s.cfg.Changes.Bump()
 	s.cfg.Notifier.ReportStored(res.Summary)
 	if res.Change != nil {
 		s.cfg.Notifier.FindingsChanged(*res.Change)
@@ -297,6 +298,7 @@ func (s *Server) deleteReport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
+	s.cfg.Changes.Bump()
 	s.cfg.Notifier.ReportDeleted(*sum)
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/hub"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/metrics"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/snapshot"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 )
 
@@ -58,6 +59,15 @@ type Config struct {
 	SLA report.SLA
 	// Now is the clock of finding ages and deadlines (default time.Now).
 	Now func() time.Time
+	// Changes counts this replica's writes to what /stats reads; New makes
+	// one when nil. The server bumps it after each report it stores or
+	// deletes; whatever else writes (the event bus's inventories) should
+	// bump the same one, so that the next /stats computes afresh.
+	Changes *snapshot.Generation
+	// StatsMaxAge bounds how long a /stats snapshot is served (default
+	// DefaultStatsMaxAge): the staleness of what this replica did not
+	// write (other replicas' writes, scan states, the clock's overdue).
+	StatsMaxAge time.Duration
 	// UI serves everything outside /api, /healthz, /readyz and /metrics.
 	UI     http.Handler
 	Logger *slog.Logger
@@ -68,6 +78,7 @@ type Server struct {
 	cfg    Config
 	ingest *budget // uploads being read, parsed and stored
 	read   *budget // BOM downloads and report details
+	stats  statsCache
 }
 
 // New returns a server; call Routes (or Handler) to serve it.
@@ -93,10 +104,18 @@ func New(cfg Config) *Server {
 	if cfg.ReadRecheck <= 0 {
 		cfg.ReadRecheck = DefaultReadRecheck
 	}
+	if cfg.Changes == nil {
+		cfg.Changes = &snapshot.Generation{}
+	}
+	if cfg.StatsMaxAge <= 0 {
+		cfg.StatsMaxAge = DefaultStatsMaxAge
+	}
 	cfg.Limits.defaults()
-	return &Server{cfg: cfg,
+	s := &Server{cfg: cfg,
 		ingest: newBudget("ingest", cfg.Limits.IngestMemory, cfg.Limits.MemoryWait, cfg.Metrics),
 		read:   newBudget("read", cfg.Limits.ReadMemory, cfg.Limits.MemoryWait, cfg.Metrics)}
+	s.stats = newStatsCache(cfg.StatsMaxAge, s.now)
+	return s
 }
 
 // Handler returns the routed handler.

@@ -6,26 +6,25 @@ import (
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/render"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 )
 
 // getStats answers the dashboard's totals, counting the active findings
 // of the caller's view (every namespace it may read) and the suppressed
-// ones beside them.
+// ones beside them, from a snapshot (statsCache): at most
+// Config.StatsMaxAge old, and never older than this replica's last
+// report or inventory change or exception set.
 func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {
-	st, err := s.cfg.Store.Stats(r.Context(), s.now(), s.cfg.SLA)
+	out, err := s.cachedStats(r.Context(), scopeView(r))
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	top := make([]string, len(st.TopVulnerabilities))
-	for i, v := range st.TopVulnerabilities {
-		top[i] = v.ID
-	}
-	sup, err := s.suppressedIn(r.Context(), scopeView(r), nil, top...)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// statsAnswer is /stats's answer: the totals st less what sup suppresses.
+func statsAnswer(st *store.Stats, sup *suppressedCounts) api.Stats {
 	t := &sup.total
 	out := api.Stats{Images: st.Images, Findings: st.Findings - t.findings, Fixable: st.Fixable - t.fixable,
 		KevRunning: st.KEVRunning - t.kevRunning, Overdue: st.Overdue - t.overdue, OverdueKev: st.OverdueKEV - t.overdueKEV,
@@ -43,5 +42,5 @@ func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {
 		n := sup.suppressedImages(v.ID)
 		out.TopVulnerabilities[i] = api.TopVulnerability{Id: v.ID, Severity: api.Severity(v.Severity.String()), Images: v.Images - n, SuppressedImages: n}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/hub"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/metrics"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/snapshot"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/vulnmetrics"
 )
@@ -77,6 +78,13 @@ type Config struct {
 	SLA report.SLA
 	// Now is the clock of finding ages and deadlines (default time.Now).
 	Now func() time.Time
+	// StatsMaxAge bounds how long a /stats snapshot is served (0:
+	// httpapi.DefaultStatsMaxAge); a report or inventory change this
+	// replica applies ends it at once.
+	StatsMaxAge time.Duration
+	// OnStatement, when set, is called after every SQL statement with its
+	// context (tests and benchmarks count them).
+	OnStatement func(ctx context.Context)
 	// EventTiming tunes the event bus (zero: its defaults).
 	EventTiming    events.Timing
 	OriginPatterns []string
@@ -152,7 +160,7 @@ func New(ctx context.Context, c Config) (*Service, error) {
 		announcer = events.Announcer{}
 	}
 	st, err := store.Open(ctx, c.DatabaseURL, store.Options{StatementTimeout: c.StatementTimeout, Announcer: announcer,
-		OnError: func(op string) { m.DBErrors.WithLabelValues(op).Inc() }})
+		OnError: func(op string) { m.DBErrors.WithLabelValues(op).Inc() }, OnStatement: c.OnStatement})
 	if err != nil {
 		return nil, err
 	}
@@ -163,8 +171,11 @@ func New(ctx context.Context, c Config) (*Service, error) {
 		OnDrop:    m.WebSocketDropped.Inc,
 	})
 	vulns := newVulnMetrics(st, m, c.VulnMetrics, c.Logger)
+	// changes counts this replica's writes for /stats's snapshots, as
+	// vulns.Trigger does for the metrics (the routes bump it on reports).
+	changes := &snapshot.Generation{}
 	bus, err := events.Start(ctx, events.Options{URL: c.NATSURL, Connect: c.NATSConnect, Store: st, Hub: h, Metrics: m, Logger: c.Logger,
-		Timing: c.EventTiming, OnInventory: func(string) { vulns.Trigger() }})
+		Timing: c.EventTiming, OnInventory: func(string) { changes.Bump(); vulns.Trigger() }})
 	if err != nil {
 		_ = st.Close()
 		return nil, err
@@ -241,7 +252,7 @@ func New(ctx context.Context, c Config) (*Service, error) {
 	}
 	api := httpapi.New(httpapi.Config{Exceptions: except,
 		Reads: reads, ReadRecheck: recheck, Store: st, Hub: h, Notifier: triggering{bus, vulns}, Auth: auth, Metrics: m, NoMetrics: c.SeparateMetrics, Scrapers: c.Scrapers, MaxBOMBytes: c.MaxBOMBytes, Limits: c.Limits, UI: c.UI, Logger: c.Logger,
-		Checks: checks(st, bus, c.NATSURL != ""), SLA: c.SLA, Now: c.Now,
+		Checks: checks(st, bus, c.NATSURL != ""), SLA: c.SLA, Now: c.Now, Changes: changes, StatsMaxAge: c.StatsMaxAge,
 	})
 	svc := &Service{Handler: api.Handler(), Store: st, Hub: h, Bus: bus, Metrics: m, MetricsHandler: httpapi.ProtectMetrics(m.Handler(), c.Scrapers),
 		stopRetention: func() {}, stopVulns: func() {}, stopRBAC: stopRBAC, stopExcept: stopExcept}
@@ -256,7 +267,7 @@ func New(ctx context.Context, c Config) (*Service, error) {
 	if c.ReportRetention > 0 {
 		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		svc.stopRetention = cancel
-		svc.retention.Go(func() { prune(rctx, st, c.ReportRetention, c.RetentionInterval, c.Logger) })
+		svc.retention.Go(func() { prune(rctx, st, changes, c.ReportRetention, c.RetentionInterval, c.Logger) })
 	}
 	return svc, nil
 }
@@ -283,7 +294,7 @@ func startRBACIndex(ctx context.Context, client kubernetes.Interface) (func(id a
 // prune deletes the reports of digests not running for longer than
 // retention, at start and then every interval, until ctx ends. Replicas
 // doing the same at once delete each report once.
-func prune(ctx context.Context, st *store.Store, retention, interval time.Duration, log *slog.Logger) {
+func prune(ctx context.Context, st *store.Store, changes *snapshot.Generation, retention, interval time.Duration, log *slog.Logger) {
 	if interval <= 0 {
 		interval = 10 * time.Minute
 	}
@@ -293,6 +304,7 @@ func prune(ctx context.Context, st *store.Store, retention, interval time.Durati
 		case err != nil && ctx.Err() == nil:
 			log.Warn("prune reports not running", "error", err)
 		case n > 0:
+			changes.Bump()
 			log.Info("pruned reports of images not running", "reports", n, "retention", retention.String())
 		}
 		select {

@@ -49,6 +49,10 @@ type Options struct {
 	// stuck behind a lock, fails with ErrTimeout instead of holding a
 	// connection and its request. Migrations run without it.
 	StatementTimeout time.Duration
+	// OnStatement, when set, is called after every SQL statement the
+	// store runs, with the statement's context (tests and benchmarks count
+	// them).
+	OnStatement func(ctx context.Context)
 	// Announcer, when set, builds the event of each report change, which
 	// is then written into the outbox in the change's transaction (see
 	// Announcer). Without one (no NATS) nothing is written there.
@@ -101,7 +105,29 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("ping postgres: %w", err)
 	}
+	if o.OnStatement != nil {
+		if err := onStatement(db, o.OnStatement); err != nil {
+			_ = sqlDB.Close()
+			return nil, err
+		}
+	}
 	return &Store{db: db, onError: o.OnError, announcer: o.Announcer}, nil
+}
+
+// onStatement calls count after each statement gorm runs on db.
+func onStatement(db *gorm.DB, count func(context.Context)) error {
+	cb := db.Callback()
+	after := func(tx *gorm.DB) { count(tx.Statement.Context) }
+	for _, err := range []error{
+		cb.Create().After("*").Register("crowsnest:count", after), cb.Query().After("*").Register("crowsnest:count", after),
+		cb.Update().After("*").Register("crowsnest:count", after), cb.Delete().After("*").Register("crowsnest:count", after),
+		cb.Row().After("*").Register("crowsnest:count", after), cb.Raw().After("*").Register("crowsnest:count", after),
+	} {
+		if err != nil {
+			return fmt.Errorf("count statements: %w", err)
+		}
+	}
+	return nil
 }
 
 // MigrationLockKey is the key of the Postgres advisory lock results-api

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
@@ -20,16 +18,8 @@ import (
 func countStatements(t *testing.T, st *Store) *atomic.Int64 {
 	t.Helper()
 	var n atomic.Int64
-	count := func(*gorm.DB) { n.Add(1) }
-	cb := st.db.Callback()
-	for i, err := range []error{
-		cb.Create().After("*").Register("test:count", count), cb.Query().After("*").Register("test:count", count),
-		cb.Update().After("*").Register("test:count", count), cb.Delete().After("*").Register("test:count", count),
-		cb.Row().After("*").Register("test:count", count), cb.Raw().After("*").Register("test:count", count),
-	} {
-		if err != nil {
-			t.Fatalf("callback %d: %v", i, err)
-		}
+	if err := onStatement(st.db, func(context.Context) { n.Add(1) }); err != nil {
+		t.Fatal(err)
 	}
 	return &n
 }

@@ -402,7 +402,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Totals for the dashboard. */
+        /**
+         * Totals for the dashboard.
+         * @description The totals of the caller's view (every namespace it may read), active
+         *     findings and those exceptions suppress beside them. Served from a
+         *     snapshot per view, at most 15 seconds old: a report stored or
+         *     deleted, or an inventory applied, through the answering replica
+         *     renews it at once, as does any change
+         *     of the exceptions or imported VEX documents it watches and the
+         *     expiry of an exception; changes made through other replicas, scan
+         *     states and findings that pass their SLA deadline show within those
+         *     15 seconds. overdue counts findings past their deadline at the
+         *     snapshot's time.
+         */
         get: operations["getStats"];
         put?: never;
         post?: never;
