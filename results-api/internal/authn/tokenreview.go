@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/lru"
@@ -67,8 +66,7 @@ type Options struct {
 type TokenReviewer struct {
 	client   authclient.TokenReviewInterface
 	o        Options
-	cache    *lru.Cache[[32]byte, verdict]
-	flight   singleflight.Group
+	verdicts *lru.Memo[verdict] // by the token's SHA-256
 	failures *rate.Limiter
 }
 
@@ -117,7 +115,7 @@ func New(cfg *rest.Config, o Options) (*TokenReviewer, error) {
 		}
 	}
 	return &TokenReviewer{client: c.TokenReviews(), o: o,
-		cache:    lru.New[[32]byte, verdict](o.CacheSize, o.CacheTTL, time.Now),
+		verdicts: lru.NewMemo[verdict](o.CacheSize, o.CacheTTL, o.Timeout, time.Now),
 		failures: rate.NewLimiter(rate.Limit(o.FailureRate), o.FailureBurst)}, nil
 }
 
@@ -143,7 +141,7 @@ func (t *TokenReviewer) Authenticate(r *http.Request, token string) error {
 // ErrAuthUnavailable and is not cached.
 func (t *TokenReviewer) Review(ctx context.Context, token string) (authv1.UserInfo, error) {
 	key := sha256.Sum256([]byte(token))
-	if v, ok := t.cache.Get(key); ok {
+	if v, ok := t.verdicts.Peek(string(key[:])); ok {
 		return v.user, v.err
 	}
 	if t.o.Keys != nil {
@@ -153,39 +151,29 @@ func (t *TokenReviewer) Review(ctx context.Context, token string) (authv1.UserIn
 			return authv1.UserInfo{}, err
 		}
 	}
-	// One call per token however many requests carry it; the call runs on
-	// its own timeout so that one caller giving up does not fail the rest.
-	ch := t.flight.DoChan(string(key[:]), func() (any, error) {
-		if v, ok := t.cache.Get(key); ok {
-			return v, nil
-		}
+	// One call per token however many requests carry it, on its own
+	// timeout so that one caller giving up does not fail the rest.
+	v, err := t.verdicts.Get(ctx, string(key[:]), "", nil, func(ctx context.Context) (verdict, error) {
 		budget := t.o.Keys == nil // with Keys, only signed tokens get here
 		if budget && t.failures.Tokens() < 1 {
-			return nil, fmt.Errorf("%w: %w", ErrAuthUnavailable, ErrTooManyFailures)
+			return verdict{}, fmt.Errorf("%w: %w", ErrAuthUnavailable, ErrTooManyFailures)
 		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.o.Timeout)
-		defer cancel()
-		user, err := t.review(rctx, token)
+		user, err := t.review(ctx, token)
 		if errors.Is(err, ErrAuthUnavailable) {
-			return nil, err // not cached: try again next time
+			return verdict{}, err // not cached: try again next time
 		}
 		if err != nil && budget {
 			t.failures.Allow() // spend one failure token
 		}
-		v := verdict{user: user, err: err}
-		t.cache.Add(key, v)
-		return v, nil
+		return verdict{user: user, err: err}, nil
 	})
-	select {
-	case res := <-ch:
-		if res.Err != nil {
-			return authv1.UserInfo{}, res.Err
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return authv1.UserInfo{}, fmt.Errorf("%w: %w", ErrAuthUnavailable, err)
 		}
-		v := res.Val.(verdict)
-		return v.user, v.err
-	case <-ctx.Done():
-		return authv1.UserInfo{}, fmt.Errorf("%w: %w", ErrAuthUnavailable, ctx.Err())
+		return authv1.UserInfo{}, err
 	}
+	return v.user, v.err
 }
 
 func (t *TokenReviewer) review(ctx context.Context, token string) (authv1.UserInfo, error) {

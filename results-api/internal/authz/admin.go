@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"slices"
@@ -46,36 +47,18 @@ func (a *Authorizer) AuthorizeAdmin(ctx context.Context, id Identity, verb strin
 	if id.Username == "" {
 		return fmt.Errorf("%w: anonymous callers hold no admin scope", ErrForbidden)
 	}
-	key := adminKey(id, verb)
-	if d, ok := a.admins.Get(key); ok {
-		return d.err(id, verb)
+	// Concurrent identical checks share one review, detached from the
+	// first caller's context (one caller giving up must not fail the
+	// others) and bounded by Options.Timeout.
+	d, err := a.admins.Get(ctx, adminKey(id, verb), "", nil,
+		func(ctx context.Context) (decision, error) { return a.review(ctx, id, verb) })
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return fmt.Errorf("%w: subjectaccessreview for %s: %w", ErrUnavailable, id.Username, err)
+		}
+		return err
 	}
-	ch := a.flight.DoChan(key, func() (any, error) {
-		// A flight that ended between our cache miss and DoChan has
-		// already cached its answer: do not ask again.
-		if d, ok := a.admins.Get(key); ok {
-			return d, nil
-		}
-		// Detached from the first caller's context: the others wait on the
-		// same review, and one caller giving up must not fail them all.
-		rctx, cancel := a.callContext(context.WithoutCancel(ctx))
-		defer cancel()
-		d, err := a.review(rctx, id, verb)
-		if err != nil {
-			return decision{}, err
-		}
-		a.admins.Add(key, d)
-		return d, nil
-	})
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("%w: subjectaccessreview for %s: %w", ErrUnavailable, id.Username, ctx.Err())
-	case r := <-ch:
-		if r.Err != nil {
-			return r.Err
-		}
-		return r.Val.(decision).err(id, verb)
-	}
+	return d.err(id, verb)
 }
 
 // review asks the API server whether id may verb reports.crowsnest.dev.

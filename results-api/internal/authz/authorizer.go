@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sync/singleflight"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 
@@ -47,8 +46,7 @@ type Authorizer struct {
 	o       Options
 	rematch []string // usernames system:serviceaccount:<ns>:<name>
 
-	admins *lru.Cache[string, decision]
-	flight singleflight.Group
+	admins *lru.Memo[decision]
 }
 
 // New returns an Authorizer that reads Pods and Jobs and creates
@@ -82,7 +80,7 @@ func New(client kubernetes.Interface, o Options) (*Authorizer, error) {
 		client:  client,
 		o:       o,
 		rematch: rematch,
-		admins:  lru.New[string, decision](o.AdminCacheSize, o.AdminCacheTTL, time.Now),
+		admins:  lru.NewMemo[decision](o.AdminCacheSize, o.AdminCacheTTL, o.Timeout, time.Now),
 	}, nil
 }
 

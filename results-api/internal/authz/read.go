@@ -2,12 +2,12 @@ package authz
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
-	"golang.org/x/sync/singleflight"
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -72,8 +72,9 @@ type ReadOptions struct {
 type ReadAuthorizer struct {
 	client kubernetes.Interface
 	o      ReadOptions
-	cache  *lru.Cache[string, ReadScope]
-	flight singleflight.Group
+	// memo holds the scopes by identity, one review round per identity in
+	// flight; each SubjectAccessReview has its own timeout.
+	memo *lru.Memo[ReadScope]
 }
 
 // NewReadAuthorizer returns a ReadAuthorizer creating SubjectAccessReviews
@@ -86,7 +87,7 @@ func NewReadAuthorizer(client kubernetes.Interface, o ReadOptions) (*ReadAuthori
 	o.CacheTTL = positive(o.CacheTTL, DefaultReadCacheTTL)
 	o.Concurrency = positive(o.Concurrency, DefaultReadConcurrency)
 	o.Timeout = positive(o.Timeout, DefaultTimeout)
-	return &ReadAuthorizer{client: client, o: o, cache: lru.New[string, ReadScope](o.CacheSize, o.CacheTTL, time.Now)}, nil
+	return &ReadAuthorizer{client: client, o: o, memo: lru.NewMemo[ReadScope](o.CacheSize, o.CacheTTL, 0, time.Now)}, nil
 }
 
 // Scope returns what id may read. The static admin token reads everything.
@@ -98,30 +99,12 @@ func (a *ReadAuthorizer) Scope(ctx context.Context, id Identity) (ReadScope, err
 	if id.Username == "" {
 		return ReadScope{}, nil
 	}
-	key := adminKey(id, VerbList)
-	if s, ok := a.cache.Get(key); ok {
-		return s, nil
+	s, err := a.memo.Get(ctx, adminKey(id, VerbList), "", nil,
+		func(ctx context.Context) (ReadScope, error) { return a.scope(ctx, id) })
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return ReadScope{}, fmt.Errorf("%w: read scope of %s: %w", ErrUnavailable, id.Username, err)
 	}
-	ch := a.flight.DoChan(key, func() (any, error) {
-		if s, ok := a.cache.Get(key); ok {
-			return s, nil
-		}
-		s, err := a.scope(context.WithoutCancel(ctx), id)
-		if err != nil {
-			return nil, err
-		}
-		a.cache.Add(key, s)
-		return s, nil
-	})
-	select {
-	case <-ctx.Done():
-		return ReadScope{}, fmt.Errorf("%w: read scope of %s: %w", ErrUnavailable, id.Username, ctx.Err())
-	case r := <-ch:
-		if r.Err != nil {
-			return ReadScope{}, r.Err
-		}
-		return r.Val.(ReadScope), nil
-	}
+	return s, err
 }
 
 func (a *ReadAuthorizer) scope(ctx context.Context, id Identity) (ReadScope, error) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/exception"
-	"github.com/crowsnest-dev/crowsnest/results-api/internal/snapshot"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/lru"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 )
 
@@ -33,13 +33,13 @@ const (
 // totals are, when the exceptions change (a new exception.Set) and when
 // one of them expires.
 type statsCache struct {
-	totals *snapshot.Memo[*statsTotals]
-	views  *snapshot.Memo[*statsView]
+	totals *lru.Memo[*statsTotals]
+	views  *lru.Memo[*statsView]
 }
 
 func newStatsCache(maxAge time.Duration, now func() time.Time) statsCache {
-	return statsCache{totals: snapshot.New[*statsTotals](statsViews, maxAge, statsTimeout, now),
-		views: snapshot.New[*statsView](statsViews, maxAge, statsTimeout, now)}
+	return statsCache{totals: lru.NewMemo[*statsTotals](statsViews, maxAge, statsTimeout, now),
+		views: lru.NewMemo[*statsView](statsViews, maxAge, statsTimeout, now)}
 }
 
 // statsTotals are the totals of one scope.

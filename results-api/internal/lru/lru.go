@@ -1,5 +1,7 @@
-// Package lru is a bounded least-recently-used cache whose entries expire:
-// the verdict caches of authentication and authorization.
+// Package lru is a bounded least-recently-used cache whose entries expire,
+// and a Memo over it that computes each missing value once however many
+// callers want it: the verdict caches of authentication and authorization
+// and the /stats snapshots.
 package lru
 
 import (

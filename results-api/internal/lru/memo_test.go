@@ -1,4 +1,4 @@
-package snapshot
+package lru
 
 import (
 	"context"
@@ -14,12 +14,12 @@ import (
 // refuses it (its generation moved on), and never after an error.
 func TestMemoServesUntilExpiredOrInvalid(t *testing.T) {
 	now := time.Unix(0, 0)
-	m := New[int](10, time.Minute, time.Minute, func() time.Time { return now })
-	var gen Generation
+	m := NewMemo[int](10, time.Minute, time.Minute, func() time.Time { return now })
+	var gen uint64 // a generation of the data, as snapshot.Generation counts
 	computed := 0
 	get := func() int {
 		t.Helper()
-		g := gen.Load()
+		g := gen
 		v, err := m.Get(context.Background(), "k", strconv.FormatUint(g, 10),
 			func(int) bool { return computed > 0 && uint64(computed-1) >= g },
 			func(context.Context) (int, error) { computed++; return computed, nil })
@@ -34,7 +34,7 @@ func TestMemoServesUntilExpiredOrInvalid(t *testing.T) {
 	if v := get(); v != 1 || computed != 1 {
 		t.Errorf("second get = %d after %d computations, want 1 after 1", v, computed)
 	}
-	gen.Bump() // a change: the value of generation 0 no longer holds
+	gen++ // a change: the value of generation 0 no longer holds
 	if v := get(); v != 2 {
 		t.Errorf("after a change: %d, want 2", v)
 	}
@@ -58,7 +58,7 @@ func TestMemoServesUntilExpiredOrInvalid(t *testing.T) {
 // Concurrent callers of one key share one computation, and a caller that
 // gives up leaves it running for the others.
 func TestMemoOneComputationInFlight(t *testing.T) {
-	m := New[int](10, time.Minute, time.Minute, time.Now)
+	m := NewMemo[int](10, time.Minute, time.Minute, time.Now)
 	var computations atomic.Int64
 	started, release := make(chan struct{}), make(chan struct{})
 	compute := func(ctx context.Context) (int, error) {
