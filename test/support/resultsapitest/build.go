@@ -45,8 +45,8 @@ func binary() (string, error) {
 }
 
 // build builds results-api/cmd/results-api as the Makefile's build target
-// does (its own module, GOWORK=off, CGO off, -trimpath) into the user's
-// cache directory. Test processes of several packages may build at once:
+// does (its own module, GOWORK=off, CGO off, -trimpath) into the cache
+// hack/tools.sh keeps its tools in. Test processes of several packages may build at once:
 // each writes its own file and renames it into place, which is atomic and
 // leaves a running copy alone. The Go build cache makes every build after
 // the first a link.
@@ -55,11 +55,7 @@ func build() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "crowsnest", "resultsapitest")
+	dir := filepath.Join(cacheDir(), "resultsapitest")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
@@ -93,4 +89,17 @@ func repoRoot() (string, error) {
 		return "", errors.New("resultsapitest: cannot find the checkout to build results-api in; run the tests inside it or set " + EnvBinary)
 	}
 	return root, nil
+}
+
+// cacheDir is hack/tools.sh's cache: $CROWSNEST_CACHE, else crowsnest under
+// the user's cache directory.
+func cacheDir() string {
+	if d := os.Getenv("CROWSNEST_CACHE"); d != "" {
+		return d
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	return filepath.Join(cache, "crowsnest")
 }

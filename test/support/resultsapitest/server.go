@@ -207,7 +207,7 @@ func (s *Server) waitReady(p *process) error {
 			if strings.Contains(s.logs.String(), "address already in use") {
 				return fmt.Errorf("%s: %w", s.addr, errAddrInUse)
 			}
-			return fmt.Errorf("results-api exited during start (%v); logs:\n%s", p.err, tail(s.logs.String(), 16<<10))
+			return fmt.Errorf("results-api exited during start (%w); logs:\n%s", p.err, tail(s.logs.String(), 16<<10))
 		default:
 		}
 		if resp, err := c.Get(s.URL + "/readyz"); err == nil {
