@@ -1,6 +1,8 @@
 package resultsapitest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -46,7 +48,7 @@ func binary() (string, error) {
 
 // build builds results-api/cmd/results-api as the Makefile's build target
 // does (its own module, GOWORK=off, CGO off, -trimpath) into the cache
-// hack/tools.sh keeps its tools in. Test processes of several packages may build at once:
+// hack/tools.sh keeps its tools in, one file per checkout. Test processes of several packages may build at once:
 // each writes its own file and renames it into place, which is atomic and
 // leaves a running copy alone. The Go build cache makes every build after
 // the first a link.
@@ -59,7 +61,10 @@ func build() (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "results-api")
+	// One file per checkout: worktrees of other versions build beside it
+	// at the same time, and a test must run its own checkout's results-api.
+	sum := sha256.Sum256([]byte(root))
+	bin := filepath.Join(dir, "results-api-"+hex.EncodeToString(sum[:6]))
 	tmp := bin + ".tmp-" + strconv.Itoa(os.Getpid())
 	cmd := exec.Command("go", "build", "-trimpath", "-o", tmp, "./cmd/results-api")
 	cmd.Dir = filepath.Join(root, "results-api")
