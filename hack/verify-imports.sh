@@ -9,9 +9,9 @@
 #      results-api/api) and the wire.
 #   2. A contract package imports no internal/ package of the repository,
 #      so any client can import it.
-#   3. A component's go.mod requires no other component's module, except
-#      the entries of ALLOWED_REQUIRES below, each with its reason; an entry
-#      no longer needed fails too, so the list only shrinks.
+#   3. A component's go.mod requires no other component's module, not even
+#      for tests: a test meets another component as users do, its binary
+#      over the wire (test/support/resultsapitest runs results-api's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOWORK=off GOFLAGS=-mod=mod
@@ -20,16 +20,9 @@ repo=github.com/crowsnest-dev/crowsnest
 components=(operator uploader results-api matcher notifier kubectl-crowsnest)
 # The contract packages, as module:package-pattern.
 contracts=(api:./... operator/api:./... results-api:./api/...)
-# module -> module, test-only requirements still to be moved out (issue 26,
-# "test code out of product modules"): these tests start results-api in
-# process (results-api/apitest) instead of meeting its binary over HTTP.
-ALLOWED_REQUIRES=(
-	"operator results-api"
-	"uploader results-api"
-	"matcher results-api"
-)
-# Test helpers still inside a product module (issue 26, same section): the
-# packages that may import test/ code until they move to test/.
+# Test helpers inside a product module, for its own tests only (no other
+# module may require it, rule 3): the packages that may import test/ code.
+# An entry that no longer exists fails, so the list only shrinks.
 ALLOWED_TEST_HELPERS=(
 	results-api/apitest
 	results-api/internal/store/storetest
@@ -94,14 +87,8 @@ for c in "${components[@]}"; do
 		[[ -z $req ]] && continue
 		dep=${req#"$repo"/}
 		[[ " ${components[*]} " == *" $dep "* ]] || continue
-		[[ " ${ALLOWED_REQUIRES[*]/%/|} " == *" $c $dep|"* ]] ||
-			fail "$c/go.mod requires $dep, another component's module: meet it over the wire or through a contract or test/ helper"
+		fail "$c/go.mod requires $dep, another component's module: meet it over the wire or through a contract or test/ helper"
 	done < <(cd "$c" && go mod edit -json | jq -r '.Require[]?.Path' | grep "^$repo/" || true)
-done
-for a in "${ALLOWED_REQUIRES[@]}"; do
-	c=${a% *} dep=${a#* }
-	(cd "$c" && go mod edit -json | jq -e --arg p "$repo/$dep" '[.Require[]?.Path] | index($p) != null' >/dev/null) ||
-		fail "ALLOWED_REQUIRES lists \"$a\", but $c/go.mod no longer requires $dep: remove the entry"
 done
 
 if ((failures > 0)); then

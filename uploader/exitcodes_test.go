@@ -13,18 +13,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 // TestExitCodes runs every failure against the real API and checks the exit
 // code, that a rejection is not retried, and that nothing was stored.
 func TestExitCodes(t *testing.T) {
 	f := fixture(t, "node")
-	srv := apitest.Start(t)
+	srv := resultsapitest.Start(t)
 	good := filepath.Join(fixtureDir, f.File)
 	tok := tokenFile(t, srv.Token)
 	notBOM := writeFile(t, `{"matches":[],"source":{"type":"image"}}`) // Grype's native JSON shape, not CycloneDX
-	down := apitest.Start(t)
+	down := resultsapitest.Start(t)
 	down.Close()
 
 	for name, tc := range map[string]struct {
@@ -70,7 +70,7 @@ func TestExitCodes(t *testing.T) {
 // answers 413, which is a rejection (exit 4), not retried.
 func TestAPIRejectsOversizedBOM(t *testing.T) {
 	f := fixture(t, "alpine")
-	srv := apitest.Start(t, apitest.WithMaxBOMBytes(1024))
+	srv := resultsapitest.Start(t, resultsapitest.WithMaxBOMBytes(1024))
 	logs := &support.Buffer{}
 	in := invocation{api: srv.URL, bom: filepath.Join(fixtureDir, f.File), digest: f.Digest, tokenFile: tokenFile(t, srv.Token)}
 	if code := runUploader(t, in, logs); code != scan.ExitRejected {

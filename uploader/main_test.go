@@ -14,7 +14,7 @@ import (
 )
 
 // The integration tests run the uploader in-process (run) against a real
-// results-api (apitest: real router and store on a throwaway Postgres).
+// results-api (resultsapitest: its binary on a throwaway Postgres).
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // fixtureDir holds real Grype CycloneDX output (make fixtures).

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/api/scan"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 func runProbeCmd(t *testing.T, args ...string) (int, string) {
@@ -25,7 +25,7 @@ func runProbeCmd(t *testing.T, args ...string) (int, string) {
 // passes; while the API is down the probe retries and passes once it is
 // back; a path that answers 404 fails with exit 5.
 func TestProbeRealResultsAPI(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := resultsapitest.Start(t)
 	if code, logs := runProbeCmd(t, "--deadline=20s", srv.URL+"/readyz", srv.URL+"/healthz"); code != scan.ExitOK || strings.Count(logs, `"probe passed"`) != 2 {
 		t.Fatalf("exit %d, want 0 with two passes: %s", code, logs)
 	}

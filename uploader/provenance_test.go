@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 // grypeJSONFixture is Grype's real JSON report of the clean fixture's scan
@@ -61,7 +61,7 @@ func TestReadProvenanceRefusesWhatIsNotADB(t *testing.T) {
 // the stored report names the DB. Without a readable report the BOM is
 // still stored, with an unknown DB, and the uploader says why.
 func TestUploadSendsTheDBGrypeUsed(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := resultsapitest.Start(t)
 	tok := tokenFile(t, srv.Token)
 	f := fixture(t, "clean")
 	in := invocation{api: srv.URL, bom: filepath.Join(fixtureDir, f.File), digest: f.Digest, image: f.Image, tokenFile: tok,

@@ -13,14 +13,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 // TestRetriesUntilAPIComesBack: the API is down when the uploader starts;
 // it keeps retrying with backoff and succeeds once the API is restarted.
 func TestRetriesUntilAPIComesBack(t *testing.T) {
 	f := fixture(t, "alpine")
-	srv := apitest.Start(t)
+	srv := resultsapitest.Start(t)
 	srv.Close()
 	logs := &support.Buffer{}
 	in := invocation{api: srv.URL, bom: filepath.Join(fixtureDir, f.File), digest: f.Digest, image: f.Image,
@@ -54,7 +54,7 @@ func TestRetriesUntilAPIComesBack(t *testing.T) {
 // then forwards; the uploader retries and the real API stores the report.
 func TestRetriesOn5xx(t *testing.T) {
 	f := fixture(t, "debian")
-	srv := apitest.Start(t)
+	srv := resultsapitest.Start(t)
 	target, _ := url.Parse(srv.URL)
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	var calls atomic.Int32

@@ -13,10 +13,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
-func getJSON(t *testing.T, srv *apitest.Server, path string, v any) int {
+func getJSON(t *testing.T, srv *resultsapitest.Server, path string, v any) int {
 	t.Helper()
 	resp, err := srv.Client().Get(srv.URL + path)
 	if err != nil {
@@ -42,7 +42,7 @@ type reportSummary struct {
 // TestUploadRealGrypeFixtures uploads every real Grype report, then reads the
 // summary back (counts as in manifest.json) and the BOM byte for byte.
 func TestUploadRealGrypeFixtures(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := resultsapitest.Start(t)
 	tok := tokenFile(t, srv.Token)
 	for _, f := range loadFixtures(t) {
 		if f.Synthetic && testing.Short() {

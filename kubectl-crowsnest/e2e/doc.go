@@ -1,6 +1,6 @@
 // Package e2e tests kubectl-crowsnest against the real parts it talks to: a
 // kube-apiserver and etcd (test/support/kubetest) and results-api on
-// Postgres (results-api/apitest), seeded with real Grype CycloneDX output
+// Postgres (test/support/resultsapitest: its binary), seeded with real Grype CycloneDX output
 // from results-api/testdata/grype.
 //
 // What cannot run here: the API server's service proxy dials a Service's

@@ -29,7 +29,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 
 	"github.com/crowsnest-dev/crowsnest/kubectl-crowsnest/internal/cli"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 var (
@@ -103,7 +103,7 @@ func fixtures(t *testing.T) (dir string, byName map[string]fixture) {
 
 // seeded is a results-api holding the five real fixtures' reports.
 type seeded struct {
-	*apitest.Server
+	*resultsapitest.Server
 	dir string
 	fx  map[string]fixture
 	js  jetstream.JetStream
@@ -129,7 +129,7 @@ func startSeeded(t *testing.T) *seeded {
 	if _, err := eventsv1.EnsureStream(ctx, js); err != nil {
 		t.Fatal(err)
 	}
-	s := &seeded{Server: apitest.Start(t, apitest.WithNATS(natsURL)), dir: dir, fx: fx, js: js}
+	s := &seeded{Server: resultsapitest.Start(t, resultsapitest.WithNATS(natsURL)), dir: dir, fx: fx, js: js}
 	for _, f := range fx {
 		s.put(t, f.Digest, f.Image, f.File)
 	}

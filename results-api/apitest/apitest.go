@@ -1,7 +1,10 @@
-// Package apitest starts a real results API for other modules' tests: the
-// real router and store on a fresh Postgres database from pgtest, migrations
-// applied, optionally connected to NATS. Callers' TestMain must run
-// pgtest.Main.
+// Package apitest starts a real results API in process for results-api's
+// own tests and benchmarks: the real router and store on a fresh Postgres
+// database from pgtest, migrations applied, optionally connected to NATS.
+// Callers' TestMain must run pgtest.Main. Other components' tests meet
+// results-api as users do, its binary over HTTP
+// (test/support/resultsapitest): no other module requires results-api
+// (hack/verify-imports.sh).
 //
 //	srv := apitest.Start(t, apitest.WithNATS(url))
 //	// PUT srv.URL+"/api/v1/reports/sha256:..." with "Bearer "+srv.Token

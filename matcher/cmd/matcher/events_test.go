@@ -19,8 +19,8 @@ import (
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/matcher/dbwrite/advisory"
 	"github.com/crowsnest-dev/crowsnest/matcher/internal/events"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 // streamReader reads the stream's events in order through one durable
@@ -141,7 +141,7 @@ type changeItem struct {
 // rematchChanges lists results-api's changes after the baselines, by DB
 // build. They are recorded with cause rescan, not rematch: the admin token
 // standing in for the rematch scope is what results-api goes by.
-func rematchChanges(t *testing.T, api *apitest.Server) map[string][]string {
+func rematchChanges(t *testing.T, api *resultsapitest.Server) map[string][]string {
 	t.Helper()
 	resp, err := api.Client().Get(api.URL + "/api/v1/changes?limit=100")
 	if err != nil {
@@ -193,7 +193,7 @@ func digestsOf(reps []storedReport, names map[string]bool) []string {
 func TestServeRematchAndEvents(t *testing.T) {
 	pw := map[eventsv1.User]string{eventsv1.UserMatcher: "pw-matcher", eventsv1.UserReader: "pw-reader"}
 	ns, natsURL := natstest.StartAuthT(t, pw)
-	api := apitest.Start(t)
+	api := resultsapitest.Start(t)
 	reps := storeFixtures(t, api)
 
 	dataDir := t.TempDir()
@@ -202,8 +202,8 @@ func TestServeRematchAndEvents(t *testing.T) {
 		"--data-dir", dataDir, "--upstream-url", "off", "--log-level", "warn",
 		"--admin-token-file", writeFile(t, "admin", admin),
 		"--results-api-url", api.URL + "/",
-		// apitest's write token has the admin scope and stands in for the
-		// matcher's service-account token with the rematch scope: apitest's
+		// resultsapitest's write token has the admin scope and stands in for the
+		// matcher's service-account token with the rematch scope: resultsapitest's
 		// auth cannot run a TokenReview.
 		"--results-api-token-file", writeFile(t, "rematch-token", api.Token),
 		"--nats-url", natsURL, "--nats-user", string(eventsv1.UserMatcher),

@@ -7,6 +7,6 @@ import (
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 )
 
-// The serve tests run against a real results-api (apitest: its router and
-// store on a throwaway Postgres).
+// The serve tests run against a real results-api (resultsapitest: its binary
+// on a throwaway Postgres).
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

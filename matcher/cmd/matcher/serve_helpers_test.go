@@ -15,7 +15,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/matcher/dbwrite"
 	"github.com/crowsnest-dev/crowsnest/matcher/dbwrite/advisory"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 // fixtureDir holds real Grype CycloneDX output (docs/fixtures.md), made
@@ -59,7 +59,7 @@ func changedAdvisories() []advisory.Advisory {
 
 type storedReport struct{ name, digest string }
 
-func storeFixtures(t *testing.T, api *apitest.Server) []storedReport {
+func storeFixtures(t *testing.T, api *resultsapitest.Server) []storedReport {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(fixtureDir, "manifest.json"))
 	if err != nil {

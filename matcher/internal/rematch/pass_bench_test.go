@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 // countingTransport counts the requests a pass sends to results-api.
@@ -44,7 +44,7 @@ func BenchmarkPass(b *testing.B) {
 }
 
 func benchPass(b *testing.B, old *Matcher, dir string, pkgs, changedEvery int) {
-	srv := apitest.Start(b)
+	srv := resultsapitest.Start(b)
 	var bomBytes int64
 	for i := range b.N {
 		out, _, err := old.Match(context.Background(), fleetSBOM(b, i, pkgs, 0.8))

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 
 	"github.com/crowsnest-dev/crowsnest/matcher/dbwrite/advisory"
 )
@@ -34,7 +34,7 @@ var db2Built = fixtureBuilt.Add(24 * time.Hour)
 // after a stop, settle counts each such write that did land.
 type countingClient struct {
 	Client
-	srv             *apitest.Server
+	srv             *resultsapitest.Server
 	mu              sync.Mutex
 	puts, dbs, gets map[string]int
 	cutPuts, cutDBs map[string]int // writes cut off by the stop, not settled yet
@@ -47,7 +47,7 @@ type countingClient struct {
 	getsSoFar       int
 }
 
-func newCounting(t testing.TB, srv *apitest.Server) *countingClient {
+func newCounting(t testing.TB, srv *resultsapitest.Server) *countingClient {
 	return &countingClient{Client: httpClient(t, srv), srv: srv, puts: map[string]int{}, dbs: map[string]int{}, gets: map[string]int{},
 		cutPuts: map[string]int{}, cutDBs: map[string]int{}}
 }
@@ -137,7 +137,7 @@ type stored struct {
 }
 
 // storeFixtures uploads the real fixtures to srv, as scan Jobs would.
-func storeFixtures(t *testing.T, srv *apitest.Server) []stored {
+func storeFixtures(t *testing.T, srv *resultsapitest.Server) []stored {
 	t.Helper()
 	var out []stored
 	for _, f := range fixtures(t) {
@@ -154,10 +154,10 @@ func storeFixtures(t *testing.T, srv *apitest.Server) []stored {
 	return out
 }
 
-func httpClient(t testing.TB, srv *apitest.Server) *HTTPClient {
+func httpClient(t testing.TB, srv *resultsapitest.Server) *HTTPClient {
 	t.Helper()
 	tok := filepath.Join(t.TempDir(), "token")
-	// apitest's write token is the admin scope: its auth cannot express the
+	// resultsapitest's write token is the admin scope: its auth cannot express the
 	// rematch scope (a TokenReview of the matcher's service account).
 	if err := os.WriteFile(tok, []byte(srv.Token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ type summary struct {
 	MatchedAt time.Time `json:"matchedAt"`
 }
 
-func getJSON(t *testing.T, srv *apitest.Server, path string, v any) {
+func getJSON(t *testing.T, srv *resultsapitest.Server, path string, v any) {
 	t.Helper()
 	resp, err := srv.Client().Get(srv.URL + path)
 	if err != nil {
@@ -204,7 +204,7 @@ type changeList struct {
 }
 
 // state is what results-api holds for each stored fixture.
-func state(t *testing.T, srv *apitest.Server, reps []stored) map[string]summary {
+func state(t *testing.T, srv *resultsapitest.Server, reps []stored) map[string]summary {
 	t.Helper()
 	out := map[string]summary{}
 	for _, r := range reps {
@@ -215,7 +215,7 @@ func state(t *testing.T, srv *apitest.Server, reps []stored) map[string]summary 
 	return out
 }
 
-func changes(t *testing.T, srv *apitest.Server, digest string) changeList {
+func changes(t *testing.T, srv *resultsapitest.Server, digest string) changeList {
 	t.Helper()
 	var cl changeList
 	getJSON(t, srv, "/api/v1/reports/"+digest+"/changes", &cl)
@@ -225,7 +225,7 @@ func changes(t *testing.T, srv *apitest.Server, digest string) changeList {
 // checkAfterPass checks results-api's state after a finished pass with DB 2:
 // the changed reports were replaced once (one non-baseline change each,
 // with DB 2's build), the others kept their report and got DB 2's record.
-func checkAfterPass(t *testing.T, srv *apitest.Server, reps []stored, before map[string]summary, m *Matcher) {
+func checkAfterPass(t *testing.T, srv *resultsapitest.Server, reps []stored, before map[string]summary, m *Matcher) {
 	t.Helper()
 	after := state(t, srv, reps)
 	for _, r := range reps {
@@ -258,7 +258,7 @@ func checkAfterPass(t *testing.T, srv *apitest.Server, reps []stored, before map
 }
 
 func TestPassAgainstResultsAPI(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := resultsapitest.Start(t)
 	reps := storeFixtures(t, srv)
 	before := state(t, srv, reps)
 	m := openDB(t, writeDB(t, changedAdvisories(), db2Built))
@@ -310,7 +310,7 @@ func TestPassAgainstResultsAPI(t *testing.T) {
 // report was uploaded twice and the counts are exact.
 func TestPassResumesAfterKill(t *testing.T) {
 	for _, stopAfter := range []int{1, 2, 3} {
-		srv := apitest.Start(t)
+		srv := resultsapitest.Start(t)
 		reps := storeFixtures(t, srv)
 		before := state(t, srv, reps)
 		m := openDB(t, writeDB(t, changedAdvisories(), db2Built))
@@ -349,7 +349,7 @@ func TestPassResumesAfterKill(t *testing.T) {
 // TestPassCountsRejectedReports: a report results-api refuses (4xx) is
 // counted failed and the pass goes on.
 func TestPassCountsRejectedReports(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := resultsapitest.Start(t)
 	reps := storeFixtures(t, srv)
 	m := openDB(t, writeDB(t, changedAdvisories(), db2Built))
 	c := httpClient(t, srv)
@@ -366,7 +366,7 @@ func TestPassCountsRejectedReports(t *testing.T) {
 }
 
 func TestPassIdenticalDBChangesNothing(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := resultsapitest.Start(t)
 	reps := storeFixtures(t, srv)
 	before := state(t, srv, reps)
 	m := openDB(t, writeDB(t, advisory.Real, db2Built))

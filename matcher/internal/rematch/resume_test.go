@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 // killedClient is a countingClient that also keeps the progress file as it
@@ -34,7 +34,7 @@ func (c *killedClient) PutVulnDBs(ctx context.Context, digests []string, db DB) 
 }
 
 // notCurrent lists the stored fixtures not yet matched against m's DB.
-func notCurrent(t *testing.T, srv *apitest.Server, reps []stored) []string {
+func notCurrent(t *testing.T, srv *resultsapitest.Server, reps []stored) []string {
 	t.Helper()
 	var out []string
 	for name, s := range state(t, srv, reps) {
@@ -65,7 +65,7 @@ func TestPassRedoesOnlyWhatWasNotSaved(t *testing.T) {
 		for _, at := range []stop{{get: 1}, {get: 3}, {get: 5}, {upload: 1}, {upload: 3}, {batch: 1}} {
 			name := fmt.Sprintf("checkpoint=%s/stop=%+v", every, at)
 			t.Run(name, func(t *testing.T) {
-				srv := apitest.Start(t)
+				srv := resultsapitest.Start(t)
 				reps := storeFixtures(t, srv)
 				before := state(t, srv, reps)
 				dir := t.TempDir()

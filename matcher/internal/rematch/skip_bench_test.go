@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 
 	"github.com/crowsnest-dev/crowsnest/matcher/dbwrite/advisory"
 )
@@ -89,7 +89,7 @@ func benchPassDaily(b *testing.B, dir0, dirA, dirB string, rows, pkgs int, share
 		b.Logf("keys: %v", d.Keys)
 	}
 
-	daily, full := apitest.Start(b), apitest.Start(b)
+	daily, full := resultsapitest.Start(b), resultsapitest.Start(b)
 	for i := range b.N {
 		out, _, err := scanned.Match(context.Background(), fleetSBOM(b, i, pkgs, shared))
 		if err != nil {

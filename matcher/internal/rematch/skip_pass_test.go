@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 
 	"github.com/crowsnest-dev/crowsnest/matcher/dbwrite/advisory"
 )
@@ -30,7 +30,7 @@ var db1Built = fixtureBuilt.Add(12 * time.Hour)
 // after a full pass against DB 1 (the fixtures' advisories, a new build)
 // that recorded every report's footprint.
 type skipWorld struct {
-	srv     *apitest.Server
+	srv     *resultsapitest.Server
 	digests []string
 	pass    *Pass
 	metrics *skipMetrics
@@ -38,7 +38,7 @@ type skipWorld struct {
 
 func newSkipWorld(t *testing.T, dir1 string, fleet [][]byte) *skipWorld {
 	t.Helper()
-	srv := apitest.Start(t)
+	srv := resultsapitest.Start(t)
 	w := &skipWorld{srv: srv, metrics: &skipMetrics{}}
 	for _, r := range storeFixtures(t, srv) {
 		w.digests = append(w.digests, r.digest)

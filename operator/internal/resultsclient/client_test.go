@@ -8,21 +8,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
-// The client is tested against the REAL results-api (apitest: real router
-// and store on Postgres), not a stand-in.
+// The client is tested against the REAL results-api (resultsapitest: its
+// binary on Postgres), not a stand-in.
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 func digest(i int) string { return fmt.Sprintf("sha256:%064x", i) }
 
 // putReport uploads a small constructed CycloneDX BOM to the real results-api.
-func putReport(t *testing.T, srv *apitest.Server, d string) { t.Helper(); srv.PutReport(t, d, nil) }
+func putReport(t *testing.T, srv *resultsapitest.Server, d string) {
+	t.Helper()
+	srv.PutReport(t, d, nil)
+}
 
 func TestLookupBatchesAndCaches(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := resultsapitest.Start(t)
 	putReport(t, srv, digest(1))
 	putReport(t, srv, digest(3))
 	now := time.Now()
@@ -62,7 +65,7 @@ func TestLookupBatchesAndCaches(t *testing.T) {
 }
 
 func TestLookupErrors(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := resultsapitest.Start(t)
 	c, err := New(Options{BaseURL: srv.URL + "/", Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)

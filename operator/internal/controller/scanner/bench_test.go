@@ -27,8 +27,8 @@ import (
 	"github.com/crowsnest-dev/crowsnest/operator/internal/inventory"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/podcache"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/resultsclient"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 // benchSize is the size of the operator benchmark: full size for numbers
@@ -68,7 +68,7 @@ func BenchmarkOperatorScale(b *testing.B) {
 	}
 	ctx := context.Background()
 	ns := newNamespace(b)
-	api := apitest.Start(b)
+	api := resultsapitest.Start(b)
 	start := time.Now()
 	parallel(digests, 8, func(i int) { putReport(b, api, testDigest(1000+i)) })
 	b.Logf("uploaded %d reports in %v", digests, time.Since(start).Round(time.Millisecond))

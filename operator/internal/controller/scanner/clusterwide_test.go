@@ -10,7 +10,7 @@ import (
 
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 // clusterJobs lists the scan Jobs of several namespaces.
@@ -38,7 +38,7 @@ func finished(j *batchv1.Job) bool {
 // namespace could not pull the image, another namespace that runs it tries
 // at once, still one Job at a time.
 func TestOneJobPerDigestAcrossNamespaces(t *testing.T) {
-	api := apitest.Start(t)
+	api := resultsapitest.Start(t)
 	a, b, c := newNamespace(t), newNamespace(t), newNamespace(t)
 	shared, onlyA, onlyB := testDigest(0x51), testDigest(0x52), testDigest(0x53)
 	runPod(t, a, "web", nil, "ghcr.io/org/sidecar@"+shared, "ghcr.io/org/a@"+onlyA)
@@ -115,7 +115,7 @@ func TestOneJobPerDigestAcrossNamespaces(t *testing.T) {
 // waited, not back to it; and as Jobs finish the rest start, each digest
 // exactly once.
 func TestClusterCapIsExactAndFair(t *testing.T) {
-	api := apitest.Start(t)
+	api := resultsapitest.Start(t)
 	namespaces := []string{newNamespace(t), newNamespace(t), newNamespace(t)}
 	for i, ns := range namespaces {
 		for k := range 6 {

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 func TestCRDDefaultsValidationAndSample(t *testing.T) {
@@ -64,7 +64,7 @@ func TestCRDDefaultsValidationAndSample(t *testing.T) {
 // (a meta.k8s.io Table).
 func TestPrintColumns(t *testing.T) {
 	ns := newNamespace(t)
-	api := apitest.Start(t)
+	api := resultsapitest.Start(t)
 	putReport(t, api, testDigest(31))
 	runPod(t, ns, "web", nil, "nginx@"+testDigest(31))
 	newScanner(t, ns)

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 // TestDeletedReportIsRescanned deletes a report through the real results-api,
@@ -16,7 +16,7 @@ import (
 func TestDeletedReportIsRescanned(t *testing.T) {
 	ns := newNamespace(t)
 	_, natsURL := natstest.StartT(t)
-	api := apitest.Start(t, apitest.WithNATS(natsURL))
+	api := resultsapitest.Start(t, resultsapitest.WithNATS(natsURL))
 	digest := testDigest(11)
 	putReport(t, api, digest)
 	runPod(t, ns, "web", nil, "nginx@"+digest)

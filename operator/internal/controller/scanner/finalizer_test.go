@@ -15,8 +15,8 @@ import (
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 // TestTTLDeletedJobsKeepTheirOutcome plays the worst moment for a Job's
@@ -28,7 +28,7 @@ import (
 // attempt count survived), not attempt 1.
 func TestTTLDeletedJobsKeepTheirOutcome(t *testing.T) {
 	ns := newNamespace(t)
-	api := apitest.Start(t)
+	api := resultsapitest.Start(t)
 	nats, natsURL := natstest.StartT(t)
 	fails, succeeds := testDigest(61), testDigest(62)
 	runPod(t, ns, "web", nil, "nginx@"+fails, "redis@"+succeeds)
@@ -140,7 +140,7 @@ func TestTTLDeletedJobsKeepTheirOutcome(t *testing.T) {
 // 2, instead of a fresh attempt 1 at once, forever.
 func TestSucceededJobWithoutReportIsReportMissing(t *testing.T) {
 	ns := newNamespace(t)
-	api := apitest.Start(t)
+	api := resultsapitest.Start(t)
 	_, natsURL := natstest.StartT(t)
 	digest := testDigest(63)
 	runPod(t, ns, "web", nil, "nginx@"+digest)
@@ -209,7 +209,7 @@ func TestDeletedScannerReleasesItsJobs(t *testing.T) {
 		t.Run(string(policy), func(t *testing.T) {
 			ctx := context.Background()
 			ns := newNamespace(t)
-			api := apitest.Start(t)
+			api := resultsapitest.Start(t)
 			runPod(t, ns, "web", nil, "nginx@"+testDigest(64), "redis@"+testDigest(65))
 			s := newScanner(t, ns)
 			opts := testOptions()
@@ -255,7 +255,7 @@ func TestDeletedScannerReleasesItsJobs(t *testing.T) {
 // the annotation does, and the digest is scanned again.
 func TestRequestedAtForcesAReconcile(t *testing.T) {
 	ns := newNamespace(t)
-	api := apitest.Start(t)
+	api := resultsapitest.Start(t)
 	digest := testDigest(66)
 	putReport(t, api, digest)
 	runPod(t, ns, "web", nil, "nginx@"+digest)

@@ -22,7 +22,7 @@ import (
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 func testDigest(i int) string { return fmt.Sprintf("sha256:%064x", i) }
@@ -148,14 +148,14 @@ func exitedState(code int32, msg string) *corev1.ContainerState {
 }
 
 // putReport uploads a small constructed CycloneDX BOM to the real results-api.
-func putReport(t testing.TB, srv *apitest.Server, digest string) {
+func putReport(t testing.TB, srv *resultsapitest.Server, digest string) {
 	t.Helper()
 	srv.PutReport(t, digest, nil)
 }
 
 // deleteReport deletes a digest's report through the real results-api, as
 // an administrator would.
-func deleteReport(t testing.TB, srv *apitest.Server, digest string) {
+func deleteReport(t testing.TB, srv *resultsapitest.Server, digest string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodDelete, srv.URL+"/api/v1/reports/"+digest, nil)
 	if err != nil {

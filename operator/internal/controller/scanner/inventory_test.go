@@ -19,8 +19,8 @@ import (
 
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/inventory"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 // TestInventoryPublishesWorkloadsPerNamespace runs the operator with the
@@ -189,7 +189,7 @@ func TestInventoryPublishesWorkloadsPerNamespace(t *testing.T) {
 // while NATS was down is never sent.
 func TestInventoryOutageSendsOnlyTheLatestContent(t *testing.T) {
 	ns := newNamespace(t)
-	api := apitest.Start(t)
+	api := resultsapitest.Start(t)
 	server, natsURL := natstest.StartT(t)
 	server.Stop()
 	runPod(t, ns, "web", nil, "nginx@"+testDigest(201))

@@ -24,7 +24,7 @@ import (
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/resultsclient"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 // benchFleetDigests are the digests the benchmark Scanner's Pods run; the
@@ -75,7 +75,7 @@ func BenchmarkJobCache(b *testing.B) {
 	ctx := context.Background()
 	ns := newNamespace(b)
 	fleet := []string{newNamespace(b), newNamespace(b), newNamespace(b), newNamespace(b)}
-	api := apitest.Start(b)
+	api := resultsapitest.Start(b)
 	for i := range benchFleetDigests {
 		putReport(b, api, testDigest(5000+i))
 		runPod(b, ns, fmt.Sprintf("app-%02d", i), nil, "ghcr.io/bench/app@"+testDigest(5000+i))
@@ -93,7 +93,7 @@ func BenchmarkJobCache(b *testing.B) {
 	}
 }
 
-func benchJobCache(b *testing.B, ctx context.Context, ns string, fleet []string, api *apitest.Server, n int) {
+func benchJobCache(b *testing.B, ctx context.Context, ns string, fleet []string, api *resultsapitest.Server, n int) {
 	perJob, full, cached := jobCacheSize(b, fleet, n)
 	opts := testOptions()
 	opts.WatchNamespaces = append([]string{ns}, fleet...)

@@ -16,8 +16,8 @@ import (
 
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 // TestTransformJobKeepsWhatTheOperatorReads: the cache's Job has no Pod
@@ -73,7 +73,7 @@ func TestTransformJobKeepsWhatTheOperatorReads(t *testing.T) {
 // Job, which would write the trimmed object back, is refused.
 func TestJobPatchesFromTheTrimmedCacheKeepTheJob(t *testing.T) {
 	ns := newNamespace(t)
-	api := apitest.Start(t)
+	api := resultsapitest.Start(t)
 	_, natsURL := natstest.StartT(t)
 	ctx := context.Background()
 	runPod(t, ns, "web", nil, "ghcr.io/org/web@"+testDigest(1))

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 // TestWatchNamespacesKeepsJobsOut: with --watch-namespaces a, a Scanner and
@@ -30,7 +30,7 @@ import (
 // gets its Job. The cache does not even see b.
 func TestWatchNamespacesKeepsJobsOut(t *testing.T) {
 	a, b := newNamespace(t), newNamespace(t)
-	api := apitest.Start(t)
+	api := resultsapitest.Start(t)
 	runPod(t, a, "web", nil, "nginx@"+testDigest(41))
 	runPod(t, b, "web", nil, "nginx@"+testDigest(42))
 	newScanner(t, a)
@@ -51,7 +51,7 @@ func TestWatchNamespacesKeepsJobsOut(t *testing.T) {
 // reconciler still creates nothing there and says why in the status.
 func TestScannerOutsideWatchNamespacesStalls(t *testing.T) {
 	a, b := newNamespace(t), newNamespace(t)
-	api := apitest.Start(t)
+	api := resultsapitest.Start(t)
 	runPod(t, b, "web", nil, "nginx@"+testDigest(43))
 	newScanner(t, b)
 	opts := testOptions()
@@ -71,7 +71,7 @@ func TestScannerOutsideWatchNamespacesStalls(t *testing.T) {
 func TestForbiddenNamespaceStalls(t *testing.T) {
 	ctx := context.Background()
 	a, b := newNamespace(t), newNamespace(t)
-	api := apitest.Start(t)
+	api := resultsapitest.Start(t)
 	sa := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: newNamespace(t), Name: "crowsnest-operator"}
 	cfg := serviceAccountConfig(t, sa)
 	rules := namespacedRules(t)

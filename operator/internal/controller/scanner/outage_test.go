@@ -12,13 +12,13 @@ import (
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 func TestResultsAPIDownCreatesNoJobs(t *testing.T) {
 	ns := newNamespace(t)
-	api := apitest.Start(t)
+	api := resultsapitest.Start(t)
 	api.Close() // down before the operator ever asks
 	runPod(t, ns, "web", nil, "nginx@"+testDigest(11), "redis@"+testDigest(12))
 	newScanner(t, ns)
@@ -45,7 +45,7 @@ func TestResultsAPIDownCreatesNoJobs(t *testing.T) {
 
 func TestNATSDownThenOperatorRestartDeliversEachEventOnce(t *testing.T) {
 	ns := newNamespace(t)
-	api := apitest.Start(t)
+	api := resultsapitest.Start(t)
 	nats, natsURL := natstest.StartT(t)
 	nats.Stop() // down from the start
 	runPod(t, ns, "web", nil, "nginx@"+testDigest(21), "redis@"+testDigest(22))

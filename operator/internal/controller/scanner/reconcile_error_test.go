@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 // TestRefusedJobShowsInStatus: the API server refuses every scan Job (a
@@ -21,7 +21,7 @@ import (
 // must say so, and say so no longer once the Job can be created.
 func TestRefusedJobShowsInStatus(t *testing.T) {
 	ns := newNamespace(t)
-	api := apitest.Start(t)
+	api := resultsapitest.Start(t)
 	ctx := context.Background()
 	noJobs := corev1.ResourceList{"count/jobs.batch": resource.MustParse("0")}
 	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-jobs", Namespace: ns}, Spec: corev1.ResourceQuotaSpec{Hard: noJobs}}

@@ -16,13 +16,13 @@ import (
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 func TestScansEachUnscannedDigestOnceWithinTheCap(t *testing.T) {
 	ns := newNamespace(t)
-	api := apitest.Start(t)
+	api := resultsapitest.Start(t)
 	_, natsURL := natstest.StartT(t)
 	ctx := context.Background()
 

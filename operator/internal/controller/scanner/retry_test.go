@@ -11,13 +11,13 @@ import (
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 func TestFailedScanIsClassifiedAndRetriedWithBackoff(t *testing.T) {
 	ns := newNamespace(t)
-	api := apitest.Start(t)
+	api := resultsapitest.Start(t)
 	_, natsURL := natstest.StartT(t)
 	runPod(t, ns, "web", nil, "nginx@"+testDigest(7))
 	newScanner(t, ns)
@@ -93,7 +93,7 @@ func TestFailedScanIsClassifiedAndRetriedWithBackoff(t *testing.T) {
 
 func TestRescanAfterInterval(t *testing.T) {
 	ns := newNamespace(t)
-	api := apitest.Start(t)
+	api := resultsapitest.Start(t)
 	putReport(t, api, testDigest(8))
 	runPod(t, ns, "web", nil, "nginx@"+testDigest(8))
 	// The shortest rescan interval the CRD admits is 1h: the operator's clock

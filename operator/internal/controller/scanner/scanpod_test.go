@@ -11,7 +11,7 @@ import (
 
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 // TestScanPodSchedulingReachesTheJob: a Scanner's spec.scanPod, stored
@@ -20,7 +20,7 @@ import (
 // defaults, and the default it leaves unset (the priority class) stays.
 func TestScanPodSchedulingReachesTheJob(t *testing.T) {
 	ns := newNamespace(t)
-	api := apitest.Start(t)
+	api := resultsapitest.Start(t)
 	runPod(t, ns, "web", nil, "registry.example/web@"+testDigest(41))
 	newScanner(t, ns, func(s *crowsnestv1alpha1.ScannerSpec) {
 		s.ScanPod = &crowsnestv1alpha1.ScanPodSpec{

@@ -30,7 +30,7 @@ import (
 )
 
 // The controller tests run on a real kube-apiserver and etcd (envtest), a
-// REAL results-api (apitest: its router and store on Postgres) and an
+// REAL results-api (resultsapitest: its binary on Postgres) and an
 // embedded JetStream server. envtest has no kubelet and no Job controller,
 // so the tests play them: they set Pod status imageIDs through the status
 // subresource and mark Jobs complete or failed.

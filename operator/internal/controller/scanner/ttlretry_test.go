@@ -15,8 +15,8 @@ import (
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 	crowsnestv1alpha1 "github.com/crowsnest-dev/crowsnest/operator/api/v1alpha1"
 	"github.com/crowsnest-dev/crowsnest/operator/internal/scanjob"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
 // TestRetryAfterForegroundTTLKeepsItsAttempt plays what a real cluster does
@@ -31,7 +31,7 @@ import (
 // scan status ended "done at attempt 1" after two Jobs).
 func TestRetryAfterForegroundTTLKeepsItsAttempt(t *testing.T) {
 	ns := newNamespace(t)
-	api := apitest.Start(t)
+	api := resultsapitest.Start(t)
 	_, natsURL := natstest.StartT(t)
 	digest := testDigest(71)
 	runPod(t, ns, "web", nil, "nginx@"+digest)
