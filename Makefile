@@ -182,6 +182,13 @@ E2E_MODULE := test/stack
 $(addprefix test-,$(GO_SUITES)): test-%: tool-gotestsum
 	$(timed) rc=0; $(foreach m,$(suite_$*),($(call gotest,$(call module_name,$(m)),$(m),$(suite_env_$*),$(GO_TEST_FLAGS) ./...)) || rc=1;) exit $$rc
 
+# The suites whose tests start results-api (test/support/resultsapitest)
+# run bin/results-api, built once here, instead of each test process
+# linking its own.
+RESULTS_API_SUITES := test-operator test-uploader test-matcher test-matcher-exactness test-kubectl-plugin bench-smoke
+$(RESULTS_API_SUITES): build-results-api
+$(RESULTS_API_SUITES): export CROWSNEST_RESULTS_API_BIN := $(BIN)/results-api
+
 test-api: ## Shared contracts: every subject, exit code and path pinned.
 test-operator-api: ## The operator's CRD types (Scanner, ClusterScanner).
 test-uploader: pg-install ## Uploader tests against a real results-api.
