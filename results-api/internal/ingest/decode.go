@@ -48,6 +48,9 @@ type decoder struct {
 	i     int
 	depth int
 	bad   bool // sticky: the fast path gives up
+	// names holds one copy of each value of the fields that repeat
+	// across vulnerabilities (severity, method, status, source name).
+	names map[string]string
 }
 
 var (
@@ -153,7 +156,7 @@ func (d *decoder) readSource() *cdx.Source {
 	d.object(sourceS, func(key string) bool {
 		switch key {
 		case "name":
-			d.str(&s.Name)
+			d.name(&s.Name)
 		case "url":
 			d.str(&s.URL)
 		default:
@@ -172,9 +175,9 @@ func (d *decoder) readRating(r *cdx.VulnerabilityRating) {
 		case "score":
 			r.Score = d.float()
 		case "severity":
-			d.str((*string)(&r.Severity))
+			d.name((*string)(&r.Severity))
 		case "method":
-			d.str((*string)(&r.Method))
+			d.name((*string)(&r.Method))
 		case "vector":
 			d.str(&r.Vector)
 		default:
@@ -198,7 +201,7 @@ func (d *decoder) readAffects(a *cdx.Affects) {
 					case "range":
 						d.str(&v.Range)
 					case "status":
-						d.str((*string)(&v.Status))
+						d.name((*string)(&v.Status))
 					default:
 						return false
 					}
@@ -474,6 +477,36 @@ func (d *decoder) str(dst *string) {
 		d.bad = true
 	}
 }
+
+// name reads a string field like str, keeping one copy per distinct value
+// (up to maxNames of them).
+func (d *decoder) name(dst *string) {
+	d.ws()
+	if d.peek() != '"' {
+		d.str(dst)
+		return
+	}
+	start := d.i
+	b, plain := d.rawString()
+	if d.bad || !plain {
+		d.i = start
+		d.str(dst)
+		return
+	}
+	if s, ok := d.names[string(b)]; ok {
+		*dst = s
+		return
+	}
+	*dst = string(b)
+	if d.names == nil {
+		d.names = map[string]string{}
+	}
+	if len(d.names) < maxNames {
+		d.names[*dst] = *dst
+	}
+}
+
+const maxNames = 256
 
 func hasEscape(b []byte) bool {
 	for _, c := range b {
