@@ -25,7 +25,7 @@ var largeFixture = filepath.Join("..", "testdata", "grype", "large.cdx.json")
 // (bomtest.Sized, Grype-shaped, ~560 bytes per finding). When the Grype
 // large fixture exists (Grype's own output format, ~1,850 bytes per
 // finding) it runs too, whole and cut to its first vulnerabilities so that
-// it is about 1 MB.
+// it is about 1 MB or 0.5 MB.
 func BenchmarkIngest(b *testing.B) {
 	type bom struct {
 		name string
@@ -36,7 +36,8 @@ func BenchmarkIngest(b *testing.B) {
 		{"constructed-5MB", bomtest.Sized(5, 5<<20)},
 	}
 	if raw, err := os.ReadFile(largeFixture); err == nil {
-		boms = append(boms, bom{"grype-large", raw}, bom{"grype-large-cut-1MB", cutBOM(b, raw, 1<<20)})
+		boms = append(boms, bom{"grype-large", raw}, bom{"grype-large-cut-1MB", cutBOM(b, raw, 1<<20)},
+			bom{"grype-large-cut-512KB", cutBOM(b, raw, 512<<10)})
 	}
 	srv := apitest.Start(b)
 	var seq atomic.Int64

@@ -36,8 +36,21 @@ const DefaultClockSkew = 5 * time.Minute
 // output for the largest images seen holds a few thousand.
 const DefaultMaxFindings = 50000
 
-// Parse checks raw as a CycloneDX JSON BOM and extracts the report.
+// Parse checks raw as a CycloneDX JSON BOM and extracts the report. It
+// decodes raw once, with decodeBOM's single pass over only the fields it
+// reads; a document that pass does not plainly accept is decoded by
+// json.Unmarshal into cdx.BOM (parseFull), which decides and words the
+// error.
 func Parse(raw []byte, o Options) (*report.Report, error) {
+	bom, ok := decodeBOM(raw)
+	if !ok {
+		return parseFull(raw, o)
+	}
+	return fromBOM(&bom, raw, o)
+}
+
+// parseFull is Parse by json.Unmarshal into the whole cdx.BOM.
+func parseFull(raw []byte, o Options) (*report.Report, error) {
 	var bom cdx.BOM
 	if err := json.Unmarshal(raw, &bom); err != nil {
 		var syn *json.SyntaxError
@@ -46,6 +59,11 @@ func Parse(raw []byte, o Options) (*report.Report, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", ErrInvalidBOM, err)
 	}
+	return fromBOM(&bom, raw, o)
+}
+
+// fromBOM checks a decoded BOM and extracts the report.
+func fromBOM(bom *cdx.BOM, raw []byte, o Options) (*report.Report, error) {
 	if bom.BOMFormat != cdx.BOMFormat {
 		return nil, fmt.Errorf("%w: bomFormat is %q, want %q", ErrNotCycloneDX, clip(bom.BOMFormat), cdx.BOMFormat)
 	}
@@ -58,18 +76,21 @@ func Parse(raw []byte, o Options) (*report.Report, error) {
 	r.Image = o.Image
 	r.ScannedAt = o.Now.UTC()
 	r.StoredAt = o.Now.UTC()
-	readMetadata(&bom, r)
+	readMetadata(bom, r)
 	clampScannedAt(r, o)
 
 	if o.MaxFindings <= 0 {
 		o.MaxFindings = DefaultMaxFindings
 	}
-	fs, err := finding.Of(&bom, o.MaxFindings)
+	fs, err := finding.Of(bom, o.MaxFindings)
 	switch {
 	case errors.Is(err, finding.ErrTooMany):
 		return nil, fmt.Errorf("%w: more than %d", ErrTooManyFindings, o.MaxFindings)
 	case err != nil:
 		return nil, fmt.Errorf("%w: %w", ErrInvalidBOM, err)
+	}
+	if len(fs) > 0 {
+		r.FindingList = make([]report.Finding, 0, len(fs))
 	}
 	for i := range fs {
 		f := report.FromContract(&fs[i])
