@@ -31,12 +31,24 @@ func matches(r *config.Route, f state.Finding) bool {
 
 func itemKey(parts ...string) string { return strings.Join(parts, "|") }
 
+// suppressed is what triage exceptions took out of one route's item: the
+// ids of the findings the route would have been told about in namespace.
+type suppressed struct {
+	route, namespace, kind string
+	ids                    []string
+}
+
 // findingsItems decides what a findings.changed says to each route: the
 // new findings (or, for a first scan, the counts) the route matches in
 // every namespace that runs the digest, the findings it matches that were
-// newly listed in CISA KEV, and resolved criticals.
-func findingsItems(cfg *config.Config, ev eventsv1.Event, p eventsv1.FindingsChanged, inv map[string]*state.Namespace) []routed {
+// newly listed in CISA KEV, and resolved criticals. A new or KEV-added
+// finding that results-api marked suppressed in a namespace (by one of
+// its exceptions or a cluster one: eventsv1.ChangedFinding.SuppressedFor)
+// is left out of that namespace's items, and returned as suppressed; an
+// item left with nothing is not made.
+func findingsItems(cfg *config.Config, ev eventsv1.Event, p eventsv1.FindingsChanged, inv map[string]*state.Namespace) ([]routed, []suppressed) {
 	var out []routed
+	var sup []suppressed
 	for _, ns := range sortedNamespaces(inv) {
 		n := inv[ns]
 		run, ok := n.Digests[p.Digest]
@@ -55,7 +67,11 @@ func findingsItems(cfg *config.Config, ev eventsv1.Event, p eventsv1.FindingsCha
 				if p.Baseline {
 					it.Counts = countsAtLeast(p.NewCounts, r.MinSeverity)
 				}
-				it.Findings = matching(r, p.New)
+				var ids []string
+				it.Findings, ids = matching(r, p.New, ns)
+				if len(ids) > 0 {
+					sup = append(sup, suppressed{r.Name, ns, it.Kind, ids})
+				}
 				if len(it.Findings) > 0 || len(it.Counts) > 0 && !r.FiltersFindings() {
 					it.Key = itemKey(it.Kind, ev.ID, p.Digest, ns)
 					out = append(out, routed{r.Name, it})
@@ -64,7 +80,11 @@ func findingsItems(cfg *config.Config, ev eventsv1.Event, p eventsv1.FindingsCha
 			if r.Has(config.KindKEV) {
 				it := base
 				it.Kind = config.KindKEV
-				if it.Findings = matching(r, p.KEVAdded); len(it.Findings) > 0 {
+				var ids []string
+				if it.Findings, ids = matching(r, p.KEVAdded, ns); len(ids) > 0 {
+					sup = append(sup, suppressed{r.Name, ns, it.Kind, ids})
+				}
+				if len(it.Findings) > 0 {
 					it.Key = itemKey(it.Kind, ev.ID, p.Digest, ns)
 					out = append(out, routed{r.Name, it})
 				}
@@ -84,18 +104,27 @@ func findingsItems(cfg *config.Config, ev eventsv1.Event, p eventsv1.FindingsCha
 			}
 		}
 	}
-	return out
+	return out, sup
 }
 
-// matching returns the findings of fs route r notifies, at most MaxListed.
-func matching(r *config.Route, fs []eventsv1.ChangedFinding) []state.Finding {
-	var out []state.Finding
-	for _, f := range fs {
-		if sf := finding(f); matches(r, sf) && len(out) < MaxListed {
+// matching returns the findings of fs route r notifies in namespace ns, at
+// most MaxListed, and the ids of those it would notify but that are
+// suppressed in ns.
+func matching(r *config.Route, fs []eventsv1.ChangedFinding, ns string) (out []state.Finding, suppressedIDs []string) {
+	for i := range fs {
+		sf := finding(fs[i])
+		if !matches(r, sf) {
+			continue
+		}
+		if fs[i].SuppressedFor(ns) {
+			suppressedIDs = append(suppressedIDs, sf.ID)
+			continue
+		}
+		if len(out) < MaxListed {
 			out = append(out, sf)
 		}
 	}
-	return out
+	return out, suppressedIDs
 }
 
 func countsAtLeast(c eventsv1.SeverityCounts, min string) map[string]int {
