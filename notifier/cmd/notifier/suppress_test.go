@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -26,8 +27,9 @@ func itemFindings(items []receiver.NotificationItem) map[string][]string {
 // results-api marked CVE X suppressed in a (team a's exception). The
 // notifier tells b about X and V, and a about V only; a change whose only
 // new finding is suppressed in a tells b alone, and a finding suppressed
-// everywhere (a cluster exception) nobody. The metric counts each finding
-// left out.
+// everywhere (a cluster exception) nobody. A workload newly running the
+// digest in a is told of the criticals not suppressed in a. The metric
+// counts each finding left out of a new or kev item.
 func TestSuppressedFindingsLeftOutPerNamespace(t *testing.T) {
 	e := newEnv(t)
 	rc := newReceiver(t)
@@ -68,6 +70,29 @@ routes:
 	}
 	if got := itemFindings(lastEvent(t, rc).Data.Items); !slices.Equal(got["b/new"], []string{"CVE-2026-0003"}) || len(got) != 1 {
 		t.Fatalf("items %v, want b alone told of CVE-2026-0003", got)
+	}
+	// A second workload starts running d in a, and one in b: each is told
+	// of the criticals not suppressed in its namespace (a: CVE-2026-0002;
+	// b: both).
+	for _, ns := range []string{"a", "b"} {
+		s := eventsv1.InventorySnapshot{Namespace: ns, Workloads: []eventsv1.InventoryWorkload{
+			{Kind: eventsv1.KindDeployment, Name: "web", Containers: []eventsv1.InventoryContainer{{Name: "app", Image: "demo/app:1", Digest: d, Pods: 2}}},
+			{Kind: eventsv1.KindDeployment, Name: "worker", Containers: []eventsv1.InventoryContainer{{Name: "app", Image: "demo/app:1", Digest: d, Pods: 1}}}}}
+		id := eventsv1.InventoryID(s)
+		e.publish(e.op, eventsv1.SourceOperator, eventsv1.TypeInventorySnapshot, id, id, s)
+	}
+	waitIdle(t, e, n, 6)
+	var items []receiver.NotificationItem
+	for i := 2; i < rc.accepted(); i++ {
+		var ev receiver.CloudEvent
+		if err := json.Unmarshal(rc.body(i), &ev); err != nil {
+			t.Fatal(err)
+		}
+		items = append(items, ev.Data.Items...)
+	}
+	if got := itemFindings(items); !slices.Equal(got["a/running"], []string{"CVE-2026-0002"}) ||
+		!slices.Equal(got["b/running"], []string{"CVE-2026-0001", "CVE-2026-0002"}) || len(got) != 2 {
+		t.Fatalf("running items %v, want a told of CVE-2026-0002 only and b of both", got)
 	}
 	if s := n.count("crowsnest_notifier_suppressed_total", "route", "all", "kind", "new"); s != 2 {
 		t.Errorf("suppressed new findings counted %v, want 2 (one per change, in a)", s)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -163,22 +164,46 @@ func applyCriticals(c state.Criticals, p eventsv1.FindingsChanged) (state.Critic
 			kept = append(kept, f)
 		}
 	}
+	marks := map[string][]string{}
+	for _, f := range c.Listed {
+		if k := findingKey(f); !gone[k] && c.Suppressed[k] != nil {
+			marks[k] = c.Suppressed[k]
+		}
+	}
 	for _, f := range p.New {
 		if f.Severity == "critical" && len(kept) < MaxListed {
 			kept = append(kept, finding(f))
+			mark(marks, f)
 		}
 	}
-	listed := map[string]bool{}
+	listed := map[string]eventsv1.ChangedFinding{}
 	for _, f := range p.KEVAdded {
-		listed[findingKey(finding(f))] = true
+		listed[findingKey(finding(f))] = f
 	}
 	for i := range kept {
-		if listed[findingKey(kept[i])] {
+		if f, ok := listed[findingKey(kept[i])]; ok {
 			kept[i].KEV = true
+			mark(marks, f) // the newer decision
 		}
 	}
-	c.Listed = kept
+	c.Listed, c.Suppressed = kept, marks
+	if len(marks) == 0 {
+		c.Suppressed = nil
+	}
 	return c, true
+}
+
+// mark records where f is suppressed (nowhere: no entry).
+func mark(marks map[string][]string, f eventsv1.ChangedFinding) {
+	k := findingKey(finding(f))
+	switch {
+	case f.SuppressedEverywhere:
+		marks[k] = []string{state.SuppressedEverywhere}
+	case len(f.SuppressedIn) > 0:
+		marks[k] = slices.Clone(f.SuppressedIn)
+	default:
+		delete(marks, k)
+	}
 }
 
 func findingKey(f state.Finding) string { return itemKey(f.ID, f.Package, f.Version) }
@@ -242,7 +267,7 @@ func runningItems(cfg *config.Config, ev eventsv1.Event, prev, next *state.Names
 				it.Image = next.Digests[d].Image
 			}
 			for _, f := range c.Listed {
-				if matches(r, f) {
+				if matches(r, f) && !c.SuppressedIn(findingKey(f), next.Name) {
 					it.Findings = append(it.Findings, f)
 				}
 			}
@@ -251,6 +276,9 @@ func runningItems(cfg *config.Config, ev eventsv1.Event, prev, next *state.Names
 			}
 			if unlisted := c.Count - len(c.Listed); unlisted > 0 {
 				it.Counts = map[string]int{"critical": c.Count}
+			}
+			if len(it.Findings) == 0 && len(it.Counts) == 0 {
+				continue // every critical suppressed in this namespace
 			}
 			out = append(out, routed{r.Name, it})
 		}
