@@ -149,7 +149,7 @@ func applyCriticals(c state.Criticals, p eventsv1.FindingsChanged) (state.Critic
 	}
 	c.ChangeID, c.Image = p.ChangeID, p.Image
 	if p.Baseline {
-		c.Count, c.Listed = p.NewCounts.Critical, nil
+		c.Count, c.Listed, c.Suppressed = p.NewCounts.Critical, nil, nil
 		return c, true
 	}
 	c.Count += p.NewCounts.Critical - p.ResolvedCounts.Critical
