@@ -1,6 +1,9 @@
 package v1
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Cause says why results-api stored a report. results-api decides it from
 // the writer, never from the uploaded body.
@@ -48,6 +51,30 @@ type ChangedFinding struct {
 	// Risk is Grype's risk score in [0, 100], when the finding has an EPSS
 	// score or a KEV listing.
 	Risk *float64 `json:"risk,omitempty"`
+	// SuppressedEverywhere is true when a cluster-wide triage decision (a
+	// ClusterVulnerabilityException, or a not_affected/fixed statement of a
+	// ClusterVEXDocument) suppressed the finding when the change was
+	// recorded: every namespace's view hides it. Set on new and KEV-added
+	// findings only (added in issue 32; absent from older producers and
+	// when results-api runs without exceptions).
+	SuppressedEverywhere bool `json:"suppressedEverywhere,omitempty"`
+	// SuppressedIn lists, sorted, the namespaces running the digest (in
+	// results-api's inventory) whose view suppressed the finding when the
+	// change was recorded: a namespaced exception or VEX document of that
+	// namespace applies. Empty when SuppressedEverywhere is set; at most
+	// MaxSuppressedIn (the rest are left out, so they are not suppressed
+	// for a consumer). Set on new and KEV-added findings only (issue 32).
+	SuppressedIn []string `json:"suppressedIn,omitempty"`
+}
+
+// MaxSuppressedIn caps ChangedFinding.SuppressedIn.
+const MaxSuppressedIn = 100
+
+// SuppressedFor reports whether f was suppressed in namespace ns's view
+// when its change was recorded: by a cluster-wide decision, or by one of
+// ns's own.
+func (f *ChangedFinding) SuppressedFor(ns string) bool {
+	return f.SuppressedEverywhere || slices.Contains(f.SuppressedIn, ns)
 }
 
 // FindingsChanged is published by results-api on crowsnest.findings.changed

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -174,6 +175,11 @@ func validPayload(subject string, ev Event) error {
 		if err == nil && p.KEVAddedCount < len(p.KEVAdded) {
 			return invalid(ReasonPayload, "kevAddedCount %d is less than the %d KEV-added findings listed", p.KEVAddedCount, len(p.KEVAdded))
 		}
+		if err == nil {
+			if msg := validSuppression(p); msg != "" {
+				return invalid(ReasonPayload, "%s", msg)
+			}
+		}
 	case SubjectVulnDBUpdated, SubjectRematchDone:
 		return validMatcherPayload(subject, ev.Data)
 	case SubjectInventorySnapshot:
@@ -240,4 +246,20 @@ func clip(s string) string {
 		return s
 	}
 	return s[:limit] + "…"
+}
+
+// validSuppression checks the suppression marks of a findings.changed: at
+// most MaxSuppressedIn namespaces per finding, none empty.
+func validSuppression(p FindingsChanged) string {
+	for _, fs := range [][]ChangedFinding{p.New, p.KEVAdded} {
+		for _, f := range fs {
+			if len(f.SuppressedIn) > MaxSuppressedIn {
+				return fmt.Sprintf("more than %d namespaces in suppressedIn", MaxSuppressedIn)
+			}
+			if slices.Contains(f.SuppressedIn, "") {
+				return "an empty namespace in suppressedIn"
+			}
+		}
+	}
+	return ""
 }

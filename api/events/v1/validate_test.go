@@ -36,8 +36,10 @@ func valid(t *testing.T, subject string) eventsv1.Event {
 	case eventsv1.SubjectFindingsChanged:
 		typ, source = eventsv1.TypeFindingsChanged, eventsv1.SourceResultsAPI
 		payload = eventsv1.FindingsChanged{ChangeID: 7, Digest: digest, Image: "demo@" + digest, Cause: eventsv1.CauseRematch,
-			ChangedAt: now, NewCounts: eventsv1.SeverityCounts{High: 1},
-			New: []eventsv1.ChangedFinding{{ID: "CVE-2026-1", Severity: "high", Package: eventsv1.ChangedPackage{Name: "musl", Version: "1.2.5", Type: "apk"}}}}
+			ChangedAt: now, NewCounts: eventsv1.SeverityCounts{High: 2},
+			New: []eventsv1.ChangedFinding{{ID: "CVE-2026-1", Severity: "high", Package: eventsv1.ChangedPackage{Name: "musl", Version: "1.2.5", Type: "apk"}},
+				{ID: "CVE-2026-2", Severity: "high", Package: eventsv1.ChangedPackage{Name: "musl", Version: "1.2.5", Type: "apk"},
+					SuppressedIn: []string{"team-a"}}}}
 	case eventsv1.SubjectVulnDBUpdated:
 		typ, source = eventsv1.TypeVulnDBUpdated, eventsv1.SourceMatcher
 		payload = eventsv1.VulnDBUpdated{Built: now.Add(-time.Hour), Schema: "v6.0.2", Checksum: "sha256:ab", Source: "import"}
@@ -131,6 +133,14 @@ func TestValidateRejects(t *testing.T) {
 		}, eventsv1.ReasonPayload},
 		{"findings.changed kevAddedCount below its list", eventsv1.SubjectFindingsChanged, func(e *eventsv1.Event) {
 			e.Data = data(eventsv1.FindingsChanged{Digest: digest, KEVAdded: make([]eventsv1.ChangedFinding, 2), KEVAddedCount: 1})
+		}, eventsv1.ReasonPayload},
+		{"findings.changed suppressedIn over the cap", eventsv1.SubjectFindingsChanged, func(e *eventsv1.Event) {
+			e.Data = data(eventsv1.FindingsChanged{Digest: digest, New: []eventsv1.ChangedFinding{{ID: "CVE-2026-1",
+				SuppressedIn: make([]string, eventsv1.MaxSuppressedIn+1)}}})
+		}, eventsv1.ReasonPayload},
+		{"findings.changed suppressed in an empty namespace", eventsv1.SubjectFindingsChanged, func(e *eventsv1.Event) {
+			e.Data = data(eventsv1.FindingsChanged{Digest: digest, KEVAdded: []eventsv1.ChangedFinding{{ID: "CVE-2026-1",
+				SuppressedIn: []string{"team-a", ""}}}, KEVAddedCount: 1})
 		}, eventsv1.ReasonPayload},
 		{"vulndb.updated from results-api", eventsv1.SubjectVulnDBUpdated, func(e *eventsv1.Event) { e.Source = eventsv1.SourceResultsAPI }, eventsv1.ReasonSource},
 		{"vulndb.updated without build time", eventsv1.SubjectVulnDBUpdated, func(e *eventsv1.Event) { e.Data = data(eventsv1.VulnDBUpdated{Schema: "v6.0.2"}) }, eventsv1.ReasonPayload},

@@ -404,6 +404,16 @@ type ChangedFinding struct {
 	// Risk Grype's risk score; absent without an EPSS score or KEV listing.
 	Risk     *float64 `json:"risk,omitempty"`
 	Severity Severity `json:"severity"`
+
+	// SuppressedEverywhere findings.changed only (new and KEV-added findings): a cluster-wide triage decision
+	// (ClusterVulnerabilityException, ClusterVEXDocument) suppressed the finding when the
+	// change was recorded; absent when not.
+	SuppressedEverywhere *bool `json:"suppressedEverywhere,omitempty"`
+
+	// SuppressedIn findings.changed only (new and KEV-added findings): the namespaces running the digest
+	// whose view suppressed the finding when the change was recorded (their own exceptions or
+	// VEX documents). Sent only to WebSocket clients of the whole cluster.
+	SuppressedIn *[]string `json:"suppressedIn,omitempty"`
 }
 
 // ChangedPackage defines model for ChangedPackage.

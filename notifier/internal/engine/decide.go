@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -31,12 +32,24 @@ func matches(r *config.Route, f state.Finding) bool {
 
 func itemKey(parts ...string) string { return strings.Join(parts, "|") }
 
+// suppressed is what triage exceptions took out of one route's item: the
+// ids of the findings the route would have been told about in namespace.
+type suppressed struct {
+	route, namespace, kind string
+	ids                    []string
+}
+
 // findingsItems decides what a findings.changed says to each route: the
 // new findings (or, for a first scan, the counts) the route matches in
 // every namespace that runs the digest, the findings it matches that were
-// newly listed in CISA KEV, and resolved criticals.
-func findingsItems(cfg *config.Config, ev eventsv1.Event, p eventsv1.FindingsChanged, inv map[string]*state.Namespace) []routed {
+// newly listed in CISA KEV, and resolved criticals. A new or KEV-added
+// finding that results-api marked suppressed in a namespace (by one of
+// its exceptions or a cluster one: eventsv1.ChangedFinding.SuppressedFor)
+// is left out of that namespace's items, and returned as suppressed; an
+// item left with nothing is not made.
+func findingsItems(cfg *config.Config, ev eventsv1.Event, p eventsv1.FindingsChanged, inv map[string]*state.Namespace) ([]routed, []suppressed) {
 	var out []routed
+	var sup []suppressed
 	for _, ns := range sortedNamespaces(inv) {
 		n := inv[ns]
 		run, ok := n.Digests[p.Digest]
@@ -55,7 +68,11 @@ func findingsItems(cfg *config.Config, ev eventsv1.Event, p eventsv1.FindingsCha
 				if p.Baseline {
 					it.Counts = countsAtLeast(p.NewCounts, r.MinSeverity)
 				}
-				it.Findings = matching(r, p.New)
+				var ids []string
+				it.Findings, ids = matching(r, p.New, ns)
+				if len(ids) > 0 {
+					sup = append(sup, suppressed{r.Name, ns, it.Kind, ids})
+				}
 				if len(it.Findings) > 0 || len(it.Counts) > 0 && !r.FiltersFindings() {
 					it.Key = itemKey(it.Kind, ev.ID, p.Digest, ns)
 					out = append(out, routed{r.Name, it})
@@ -64,7 +81,11 @@ func findingsItems(cfg *config.Config, ev eventsv1.Event, p eventsv1.FindingsCha
 			if r.Has(config.KindKEV) {
 				it := base
 				it.Kind = config.KindKEV
-				if it.Findings = matching(r, p.KEVAdded); len(it.Findings) > 0 {
+				var ids []string
+				if it.Findings, ids = matching(r, p.KEVAdded, ns); len(ids) > 0 {
+					sup = append(sup, suppressed{r.Name, ns, it.Kind, ids})
+				}
+				if len(it.Findings) > 0 {
 					it.Key = itemKey(it.Kind, ev.ID, p.Digest, ns)
 					out = append(out, routed{r.Name, it})
 				}
@@ -84,18 +105,27 @@ func findingsItems(cfg *config.Config, ev eventsv1.Event, p eventsv1.FindingsCha
 			}
 		}
 	}
-	return out
+	return out, sup
 }
 
-// matching returns the findings of fs route r notifies, at most MaxListed.
-func matching(r *config.Route, fs []eventsv1.ChangedFinding) []state.Finding {
-	var out []state.Finding
-	for _, f := range fs {
-		if sf := finding(f); matches(r, sf) && len(out) < MaxListed {
+// matching returns the findings of fs route r notifies in namespace ns, at
+// most MaxListed, and the ids of those it would notify but that are
+// suppressed in ns.
+func matching(r *config.Route, fs []eventsv1.ChangedFinding, ns string) (out []state.Finding, suppressedIDs []string) {
+	for i := range fs {
+		sf := finding(fs[i])
+		if !matches(r, sf) {
+			continue
+		}
+		if fs[i].SuppressedFor(ns) {
+			suppressedIDs = append(suppressedIDs, sf.ID)
+			continue
+		}
+		if len(out) < MaxListed {
 			out = append(out, sf)
 		}
 	}
-	return out
+	return out, suppressedIDs
 }
 
 func countsAtLeast(c eventsv1.SeverityCounts, min string) map[string]int {
@@ -119,7 +149,7 @@ func applyCriticals(c state.Criticals, p eventsv1.FindingsChanged) (state.Critic
 	}
 	c.ChangeID, c.Image = p.ChangeID, p.Image
 	if p.Baseline {
-		c.Count, c.Listed = p.NewCounts.Critical, nil
+		c.Count, c.Listed, c.Suppressed = p.NewCounts.Critical, nil, nil
 		return c, true
 	}
 	c.Count += p.NewCounts.Critical - p.ResolvedCounts.Critical
@@ -134,22 +164,46 @@ func applyCriticals(c state.Criticals, p eventsv1.FindingsChanged) (state.Critic
 			kept = append(kept, f)
 		}
 	}
+	marks := map[string][]string{}
+	for _, f := range c.Listed {
+		if k := findingKey(f); !gone[k] && c.Suppressed[k] != nil {
+			marks[k] = c.Suppressed[k]
+		}
+	}
 	for _, f := range p.New {
 		if f.Severity == "critical" && len(kept) < MaxListed {
 			kept = append(kept, finding(f))
+			mark(marks, f)
 		}
 	}
-	listed := map[string]bool{}
+	listed := map[string]eventsv1.ChangedFinding{}
 	for _, f := range p.KEVAdded {
-		listed[findingKey(finding(f))] = true
+		listed[findingKey(finding(f))] = f
 	}
 	for i := range kept {
-		if listed[findingKey(kept[i])] {
+		if f, ok := listed[findingKey(kept[i])]; ok {
 			kept[i].KEV = true
+			mark(marks, f) // the newer decision
 		}
 	}
-	c.Listed = kept
+	c.Listed, c.Suppressed = kept, marks
+	if len(marks) == 0 {
+		c.Suppressed = nil
+	}
 	return c, true
+}
+
+// mark records where f is suppressed (nowhere: no entry).
+func mark(marks map[string][]string, f eventsv1.ChangedFinding) {
+	k := findingKey(finding(f))
+	switch {
+	case f.SuppressedEverywhere:
+		marks[k] = []string{state.SuppressedEverywhere}
+	case len(f.SuppressedIn) > 0:
+		marks[k] = slices.Clone(f.SuppressedIn)
+	default:
+		delete(marks, k)
+	}
 }
 
 func findingKey(f state.Finding) string { return itemKey(f.ID, f.Package, f.Version) }
@@ -213,7 +267,7 @@ func runningItems(cfg *config.Config, ev eventsv1.Event, prev, next *state.Names
 				it.Image = next.Digests[d].Image
 			}
 			for _, f := range c.Listed {
-				if matches(r, f) {
+				if matches(r, f) && !c.SuppressedIn(findingKey(f), next.Name) {
 					it.Findings = append(it.Findings, f)
 				}
 			}
@@ -222,6 +276,9 @@ func runningItems(cfg *config.Config, ev eventsv1.Event, prev, next *state.Names
 			}
 			if unlisted := c.Count - len(c.Listed); unlisted > 0 {
 				it.Counts = map[string]int{"critical": c.Count}
+			}
+			if len(it.Findings) == 0 && len(it.Counts) == 0 {
+				continue // every critical suppressed in this namespace
 			}
 			out = append(out, routed{r.Name, it})
 		}

@@ -90,11 +90,11 @@ func TestFindingsItems(t *testing.T) {
 	p := eventsv1.FindingsChanged{Digest: dA, Cause: eventsv1.CauseRematch,
 		New:      []eventsv1.ChangedFinding{crit("CVE-1"), {ID: "CVE-2", Severity: "medium"}},
 		Resolved: []eventsv1.ChangedFinding{crit("CVE-0")}}
-	items := findingsItems(c, ev, p, inv)
+	items, _ := findingsItems(c, ev, p, inv)
 	if len(items) != 2 || items[0].item.Kind != config.KindNew || len(items[0].item.Findings) != 1 || items[1].item.Kind != config.KindResolved {
 		t.Fatalf("rematch: %+v", items)
 	}
-	base := findingsItems(c, ev, eventsv1.FindingsChanged{Digest: dA, Cause: eventsv1.CauseScan, Baseline: true,
+	base, _ := findingsItems(c, ev, eventsv1.FindingsChanged{Digest: dA, Cause: eventsv1.CauseScan, Baseline: true,
 		NewCounts: eventsv1.SeverityCounts{Critical: 1, High: 4, Low: 9}}, inv)
 	if len(base) != 3 { // a-high in a; scans-only in a and b
 		t.Fatalf("baseline: %+v", base)
@@ -102,7 +102,7 @@ func TestFindingsItems(t *testing.T) {
 	if got := base[0].item.Counts; got["critical"] != 1 || got["high"] != 4 || got["low"] != 0 {
 		t.Fatalf("baseline counts %v", got)
 	}
-	if none := findingsItems(c, ev, eventsv1.FindingsChanged{Digest: dA, Cause: eventsv1.CauseScan}, map[string]*state.Namespace{}); len(none) != 0 {
+	if none, _ := findingsItems(c, ev, eventsv1.FindingsChanged{Digest: dA, Cause: eventsv1.CauseScan}, map[string]*state.Namespace{}); len(none) != 0 {
 		t.Fatalf("not running: %+v", none)
 	}
 }

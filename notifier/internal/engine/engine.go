@@ -123,7 +123,12 @@ func (e *Engine) decide(ctx context.Context, subject string, ev eventsv1.Event, 
 		if err := ev.Decode(&p); err != nil {
 			return nil, nil, err
 		}
-		items := findingsItems(cfg, ev, p, e.inv)
+		items, sup := findingsItems(cfg, ev, p, e.inv)
+		for _, s := range sup {
+			e.o.Metric.Suppressed.WithLabelValues(s.route, s.kind).Add(float64(len(s.ids)))
+			e.o.Log.Debug("findings suppressed by triage exceptions left out", "route", s.route, "namespace", s.namespace,
+				"kind", s.kind, "digest", p.Digest, "event", ev.ID, "vulnerabilities", s.ids)
+		}
 		c, err := e.o.Store.Criticals(ctx, p.Digest)
 		if err != nil {
 			return nil, nil, err

@@ -40,7 +40,8 @@ func TestKEVAddedNotified(t *testing.T) {
 	p := eventsv1.FindingsChanged{ChangeID: 2, Digest: dA, Cause: eventsv1.CauseRematch, KEVAddedCount: 1,
 		KEVAdded: []eventsv1.ChangedFinding{rated("CVE-K", "high", true, 0.2)}}
 	got := map[string][]string{}
-	for _, r := range findingsItems(c, ev, p, inv) {
+	items, _ := findingsItems(c, ev, p, inv)
+	for _, r := range items {
 		if r.item.Kind != config.KindKEV {
 			t.Errorf("route %s: kind %s, want kev", r.route, r.item.Kind)
 		}
@@ -57,7 +58,8 @@ func TestKEVAddedNotified(t *testing.T) {
 		New: []eventsv1.ChangedFinding{rated("CVE-1", "critical", false, 0.1), rated("CVE-2", "medium", true, -1),
 			rated("CVE-3", "low", false, 0.5), rated("CVE-4", "critical", false, -1)}}
 	got = map[string][]string{}
-	for _, r := range findingsItems(c, ev, p, inv) {
+	items, _ = findingsItems(c, ev, p, inv)
+	for _, r := range items {
 		got[r.route] = findingIDs(r.item)
 	}
 	for route, want := range map[string]string{"kev-only": "CVE-2", "likely": "CVE-3"} {
@@ -69,7 +71,7 @@ func TestKEVAddedNotified(t *testing.T) {
 		t.Errorf("route defaults notified %v, want the two criticals", ids)
 	}
 
-	base := findingsItems(c, ev, eventsv1.FindingsChanged{ChangeID: 1, Digest: dA, Cause: eventsv1.CauseScan, Baseline: true,
+	base, _ := findingsItems(c, ev, eventsv1.FindingsChanged{ChangeID: 1, Digest: dA, Cause: eventsv1.CauseScan, Baseline: true,
 		NewCounts: eventsv1.SeverityCounts{Critical: 3}}, inv)
 	for _, r := range base {
 		if r.route == "kev-only" || r.route == "likely" {

@@ -23,6 +23,10 @@ type Metrics struct {
 	// Dropped counts items a route did not send: too_old (history read at
 	// first start), group_full.
 	Dropped *prometheus.CounterVec
+	// Suppressed counts findings left out of a route's items because
+	// results-api marked them suppressed in the item's namespace (triage
+	// exceptions), by route and kind (new, kev).
+	Suppressed *prometheus.CounterVec
 	// QueueDepth is the items waiting in each route's debounce window.
 	QueueDepth *prometheus.GaugeVec
 	// ReceiverQueue is the sealed groups waiting for each receiver.
@@ -46,12 +50,15 @@ func New() *Metrics {
 			Help: "Messages given up: every attempt failed, or the receiver refused them (4xx)."}, []string{"receiver", "route"}),
 		Dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "crowsnest_notifier_dropped_total",
 			Help: "Items a route did not send, by reason (too_old, group_full)."}, []string{"route", "reason"}),
+		Suppressed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "crowsnest_notifier_suppressed_total",
+			Help: "Findings left out of a route's items because triage exceptions suppress them in the item's namespace, by kind (new, kev)."},
+			[]string{"route", "kind"}),
 		QueueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "crowsnest_notifier_debounce_queue_depth",
 			Help: "Items waiting in each route's debounce window."}, []string{"route"}),
 		ReceiverQueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "crowsnest_notifier_receiver_queue_depth",
 			Help: "Sealed messages waiting for each receiver."}, []string{"receiver"}),
 	}
-	r.MustRegister(m.Events, m.Sent, m.Failed, m.DeadLetter, m.Dropped, m.QueueDepth, m.ReceiverQueue)
+	r.MustRegister(m.Events, m.Sent, m.Failed, m.DeadLetter, m.Dropped, m.Suppressed, m.QueueDepth, m.ReceiverQueue)
 	registerBuildInfo(r)
 	return m
 }

@@ -80,9 +80,28 @@ type Criticals struct {
 	// Listed are the critical findings findings.changed listed (a baseline
 	// lists none), at most MaxListed.
 	Listed []Finding `json:"listed,omitempty"`
+	// Suppressed says, per listed finding (its key), where results-api
+	// marked it suppressed when it was listed or KEV-listed: namespaces,
+	// or SuppressedEverywhere.
+	Suppressed map[string][]string `json:"suppressed,omitempty"`
 	// ChangeID is the last change applied: an older or equal one is a
 	// replay and is skipped.
 	ChangeID int64 `json:"changeId"`
+}
+
+// SuppressedEverywhere in Criticals.Suppressed marks a finding a cluster
+// decision suppresses (no namespace is named "*").
+const SuppressedEverywhere = "*"
+
+// SuppressedIn reports whether the listed finding with key is suppressed
+// in namespace ns.
+func (c *Criticals) SuppressedIn(key, ns string) bool {
+	for _, n := range c.Suppressed[key] {
+		if n == ns || n == SuppressedEverywhere {
+			return true
+		}
+	}
+	return false
 }
 
 // Failures are recent failed scans of a namespace.

@@ -7,6 +7,7 @@ import (
 
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/exception"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 )
@@ -17,6 +18,10 @@ import (
 type Announcer struct {
 	// Now is the clock of the events' time (nil: time.Now).
 	Now func() time.Time
+	// Exceptions, when set, hands out the current triage decisions: a
+	// findings.changed then marks where each listed new or KEV-added
+	// finding is suppressed (markSuppressed). Nil: nothing is marked.
+	Exceptions func() *exception.Set
 }
 
 var _ store.ChangeAnnouncer = Announcer{}
@@ -35,8 +40,17 @@ func (a Announcer) ReportDeleted(s report.Summary) (store.OutboxEvent, error) {
 
 // FindingsChanged builds the crowsnest.findings.changed event of a
 // recorded change.
-func (a Announcer) FindingsChanged(c report.Change) (store.OutboxEvent, error) {
-	ev, err := changedEvent(c, a.now())
+// With Exceptions set, its new and KEV-added findings carry where they
+// are suppressed now (markSuppressed; runsIn is read only when a
+// namespaced decision names one of their ids).
+func (a Announcer) FindingsChanged(c report.Change, runsIn store.RunsIn) (store.OutboxEvent, error) {
+	p := changedPayload(c)
+	if a.Exceptions != nil {
+		if err := markSuppressed(&p, c, a.Exceptions(), runsIn); err != nil {
+			return store.OutboxEvent{}, err
+		}
+	}
+	ev, err := changedEventOf(p, a.now())
 	return outboxEvent(eventsv1.SubjectFindingsChanged, ev, err)
 }
 

@@ -257,6 +257,17 @@ func (b *Bus) broadcast(ev eventsv1.Event) {
 		b.o.Hub.PublishRedacted(msg, redacted, namespaces, origin)
 		return
 	}
+	if ev.Type == eventsv1.TypeFindingsChanged {
+		limited, marked, err := unmarkedChangedFrame(ev)
+		if err != nil {
+			b.o.Logger.Warn("drop undecodable event", "type", ev.Type, "error", err)
+			return
+		}
+		if marked {
+			b.o.Hub.PublishScoped(msg, limited, namespaces)
+			return
+		}
+	}
 	b.o.Hub.Publish(msg, namespaces)
 }
 

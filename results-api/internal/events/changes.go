@@ -63,6 +63,11 @@ func counts(c report.Counts) eventsv1.SeverityCounts {
 // derived from the digest and the change's id: one change, one event,
 // however often the relay publishes it.
 func changedEvent(c report.Change, now time.Time) (eventsv1.Event, error) {
-	id := eventsv1.ID(eventsv1.TypeFindingsChanged, c.Digest, strconv.FormatInt(c.ID, 10))
-	return eventsv1.New(eventsv1.SourceResultsAPI, eventsv1.TypeFindingsChanged, id, c.Digest, now, changedPayload(c))
+	return changedEventOf(changedPayload(c), now)
+}
+
+// changedEventOf is changedEvent of a payload built already.
+func changedEventOf(p eventsv1.FindingsChanged, now time.Time) (eventsv1.Event, error) {
+	id := eventsv1.ID(eventsv1.TypeFindingsChanged, p.Digest, strconv.FormatInt(p.ChangeID, 10))
+	return eventsv1.New(eventsv1.SourceResultsAPI, eventsv1.TypeFindingsChanged, id, p.Digest, now, p)
 }

@@ -114,6 +114,30 @@ func frame(ev eventsv1.Event) (msg []byte, digest string, err error) {
 	return msg, digest, err
 }
 
+// unmarkedChangedFrame renders the findings.changed frame of ev without
+// the namespaces where its findings are suppressed (SuppressedIn: which
+// namespaces' exceptions decided what is theirs alone), for clients
+// limited to namespaces; marked is false when no finding names any (the
+// frame is then the same for every client, and msg is nil).
+func unmarkedChangedFrame(ev eventsv1.Event) (msg []byte, marked bool, err error) {
+	var p eventsv1.FindingsChanged
+	if err := ev.Decode(&p); err != nil {
+		return nil, false, err
+	}
+	for _, fs := range [][]eventsv1.ChangedFinding{p.New, p.KEVAdded, p.Resolved} {
+		for i := range fs {
+			if fs[i].SuppressedIn != nil {
+				fs[i].SuppressedIn, marked = nil, true
+			}
+		}
+	}
+	if !marked {
+		return nil, false, nil
+	}
+	msg, err = json.Marshal(Message{Type: TypeFindingsChanged, ID: ev.ID, Time: ev.Time, Data: p})
+	return msg, true, err
+}
+
 // redactedScanFrame renders the scan.status frame of ev (image.needed or
 // job.done) without the namespace its Job ran in, the Scanner, the Job and
 // the failure text (report.ScanStatus.Redact), for clients that see the

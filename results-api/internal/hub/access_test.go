@@ -15,7 +15,9 @@ import (
 
 // Each client receives exactly the messages about its namespaces (a client
 // of the whole cluster all of them), and a message naming a namespace
-// outside a client's comes redacted (PublishRedacted). Dropping a stalled client is the same
+// outside a client's comes redacted (PublishRedacted), and one with parts
+// for the whole cluster's clients comes without them to the others
+// (PublishScoped). Dropping a stalled client is the same
 // code path for Publish as for Broadcast (TestSlowClientDropped).
 func TestPublishFollowsAccess(t *testing.T) {
 	h := hub.New(hub.Options{WriteTimeout: 10 * time.Second})
@@ -49,8 +51,11 @@ func TestPublishFollowsAccess(t *testing.T) {
 	// A scan that ran in b of an image running in a and b: whole for the
 	// clients that may see b, redacted for the one that may not.
 	h.PublishRedacted([]byte("B"), []byte("r"), []string{"a", "b"}, "b")
+	// A findings.changed naming where exceptions suppress findings: whole
+	// for the cluster's clients, without the namespaces for the others.
+	h.PublishScoped([]byte("S"), []byte("s"), []string{"b"})
 	h.Publish([]byte("end"), []string{"a", "b"})
-	want := map[string]string{"a": "aaaaaaaaaa,r,end", "ab": "aaaaaaaaaa,b,B,end", "b": "b,B,end", "all": "aaaaaaaaaa,b,c,B,end"}
+	want := map[string]string{"a": "aaaaaaaaaa,r,end", "ab": "aaaaaaaaaa,b,B,s,end", "b": "b,B,s,end", "all": "aaaaaaaaaa,b,c,B,S,end"}
 	for who, w := range want {
 		var got strings.Builder
 		for {

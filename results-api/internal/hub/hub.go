@@ -134,6 +134,18 @@ func (h *Hub) PublishRedacted(msg, redacted []byte, namespaces []string, origin 
 	})
 }
 
+// PublishScoped is Publish for a message with parts for clients of the
+// whole cluster only: they receive msg; the clients limited to namespaces
+// that see one of namespaces receive limited, a copy without those parts.
+func (h *Hub) PublishScoped(msg, limited []byte, namespaces []string) {
+	h.publish(namespaces, func(a *Access) []byte {
+		if a.limited() {
+			return limited
+		}
+		return msg
+	})
+}
+
 // publish queues, for every client that sees namespaces, the message pick
 // chooses for its access.
 func (h *Hub) publish(namespaces []string, pick func(*Access) []byte) {

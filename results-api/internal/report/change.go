@@ -42,6 +42,10 @@ type ChangedFinding struct {
 	Severity Severity
 	FixedIn  []string
 	Risk     Risk
+	// PURL is the package URL, for deciding triage exceptions on the
+	// change's event; set on the findings of the new report only (not
+	// stored with the change).
+	PURL string
 }
 
 // Change is what a report changed in its digest's findings, against the
@@ -87,7 +91,7 @@ func (c *Change) Empty() bool {
 
 // ChangedOf returns f as a ChangedFinding.
 func ChangedOf(f *Finding) ChangedFinding {
-	return ChangedFinding{FindingKey: f.Key(), Severity: f.Severity, FixedIn: f.FixedIn, Risk: f.Risk}
+	return ChangedFinding{FindingKey: f.Key(), Severity: f.Severity, FixedIn: f.FixedIn, Risk: f.Risk, PURL: f.Package.PURL}
 }
 
 // Baseline is the change of a digest's first report: counts only.

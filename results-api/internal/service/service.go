@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -19,6 +20,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/authz"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/events"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/exception"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/httpapi"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/hub"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/metrics"
@@ -155,9 +157,22 @@ func New(ctx context.Context, c Config) (*Service, error) {
 	// With NATS, report changes write their events into the outbox, from
 	// which the bus's relay publishes them; without, there is nobody to
 	// publish them and the bus hands them to the local hub instead.
+	// With exceptions, findings.changed events mark where each listed
+	// finding is suppressed: the announcer reads the watcher's current set
+	// (started below, before any request can store a report).
 	var announcer store.Announcer
+	var watcher atomic.Pointer[exception.Watcher]
 	if c.NATSURL != "" {
-		announcer = events.Announcer{}
+		a := events.Announcer{}
+		if c.Exceptions != nil {
+			a.Exceptions = func() *exception.Set {
+				if w := watcher.Load(); w != nil {
+					return w.Set()
+				}
+				return nil
+			}
+		}
+		announcer = a
 	}
 	st, err := store.Open(ctx, c.DatabaseURL, store.Options{StatementTimeout: c.StatementTimeout, Announcer: announcer,
 		OnError: func(op string) { m.DBErrors.WithLabelValues(op).Inc() }, OnStatement: c.OnStatement})
@@ -249,6 +264,7 @@ func New(ctx context.Context, c Config) (*Service, error) {
 		var audits sync.WaitGroup
 		audits.Go(func() { auditExceptions(actx, w, st, m, c.Exceptions.AuditInterval, c.Logger) })
 		except, stopExcept = w, func() { stopAudit(); audits.Wait(); stop() }
+		watcher.Store(w)
 	}
 	api := httpapi.New(httpapi.Config{Exceptions: except,
 		Reads: reads, ReadRecheck: recheck, Store: st, Hub: h, Notifier: triggering{bus, vulns}, Auth: auth, Metrics: m, NoMetrics: c.SeparateMetrics, Scrapers: c.Scrapers, MaxBOMBytes: c.MaxBOMBytes, Limits: c.Limits, UI: c.UI, Logger: c.Logger,

@@ -129,7 +129,11 @@ func (s *Store) announceChange(tx *gorm.DB, ch report.Change) error {
 	if !ok {
 		return nil
 	}
-	ev, err := ca.FindingsChanged(ch)
+	ev, err := ca.FindingsChanged(ch, func() ([]string, error) {
+		var out []string
+		err := tx.Raw(`SELECT DISTINCT namespace FROM inventory WHERE digest = ? ORDER BY namespace`, ch.Digest).Scan(&out).Error
+		return out, err
+	})
 	if err != nil {
 		return fmt.Errorf("build event: %w", err)
 	}

@@ -40,8 +40,14 @@ type Announcer interface {
 type ChangeAnnouncer interface {
 	Announcer
 	// FindingsChanged builds the event of a recorded change (with its id).
-	FindingsChanged(report.Change) (OutboxEvent, error)
+	// runsIn reads the namespaces the change's digest runs in now, in the
+	// change's transaction: one statement, for an announcer that needs
+	// them (to decide triage exceptions per namespace) and only then.
+	FindingsChanged(c report.Change, runsIn RunsIn) (OutboxEvent, error)
 }
+
+// RunsIn returns the namespaces a digest runs in now, sorted.
+type RunsIn func() ([]string, error)
 
 // maxLastError bounds the error text kept with a failed event.
 const maxLastError = 1000

@@ -33,7 +33,7 @@ func (a announcer) ReportDeleted(s report.Summary) (store.OutboxEvent, error) {
 // (store.ChangeAnnouncer).
 type changeAnnouncer struct{ announcer }
 
-func (a changeAnnouncer) FindingsChanged(c report.Change) (store.OutboxEvent, error) {
+func (a changeAnnouncer) FindingsChanged(c report.Change, _ store.RunsIn) (store.OutboxEvent, error) {
 	if a.refuse {
 		return store.OutboxEvent{}, errors.New("announcer refuses")
 	}

@@ -1174,6 +1174,18 @@ export interface components {
              * @description Grype's risk score; absent without an EPSS score or KEV listing.
              */
             risk?: number;
+            /**
+             * @description findings.changed only (new and KEV-added findings): a cluster-wide triage decision
+             *     (ClusterVulnerabilityException, ClusterVEXDocument) suppressed the finding when the
+             *     change was recorded; absent when not.
+             */
+            suppressedEverywhere?: boolean;
+            /**
+             * @description findings.changed only (new and KEV-added findings): the namespaces running the digest
+             *     whose view suppressed the finding when the change was recorded (their own exceptions or
+             *     VEX documents). Sent only to WebSocket clients of the whole cluster.
+             */
+            suppressedIn?: string[];
         };
         /** @description What one report changed in its digest's findings. */
         Change: {
