@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crowsnest-dev/crowsnest/results-api/api"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/service"
 )
@@ -197,5 +198,68 @@ func TestExceptionViewsExports(t *testing.T) {
 	hdr, b := e.download("bob", bob, "/api/v1/findings.csv?limit=4")
 	if rows := csvFindings(t, b, true); len(rows) != 4 || hdr.Get("X-Crowsnest-Truncated") != "true" || rows[s+":CVE-2024-0005"] != "" {
 		t.Errorf("bob ?limit=4: fleet CSV %v truncated %s; want 4 active rows, truncated", sortedKeys(rows), hdr.Get("X-Crowsnest-Truncated"))
+	}
+}
+
+// TestExceptionViewsWorkloadsLifecycle: /workloads and /lifecycle count
+// the findings active in the view of each workload's, each row's
+// namespace. Team-a's exception lowers team-a's workload and lifecycle,
+// not team-b's for the same digest, for alice, bob and a cluster reader
+// alike; the cluster exception lowers both; the expired one neither.
+func TestExceptionViewsWorkloadsLifecycle(t *testing.T) {
+	e, alice, bob, carol := newViewsEnv(t)
+	type wl struct {
+		counts  api.SeverityCounts
+		fixable int
+	}
+	teamA := wl{counts: sev(0, 0, 1, 1)}                   // CVE-2024-0003, -0004
+	teamBShared := wl{counts: sev(0, 2, 1, 1), fixable: 1} // all but CVE-2024-0005
+	teamBOnly := wl{counts: sev(0, 1, 0, 0)}
+	type lc struct{ open, ages0, overdue, overdueKEV int }
+	lcA := lc{open: 2, ages0: 2}
+	lcB := lc{open: 5, ages0: 5, overdue: 3} // CVE-2024-0001 twice, -0002; the KEV one is suppressed
+	for _, tc := range []struct {
+		who, token string
+		workloads  map[string]wl // namespace/name
+		lifecycle  map[string]lc
+	}{
+		{"alice", alice, map[string]wl{"team-a/wa": teamA}, map[string]lc{"team-a": lcA}},
+		{"bob", bob, map[string]wl{"team-b/wa": teamBShared, "team-b/wb": teamBOnly}, map[string]lc{"team-b": lcB}},
+		{"carol", carol, map[string]wl{"team-a/wa": teamA, "team-b/wa": teamBShared, "team-b/wb": teamBOnly},
+			map[string]lc{"team-a": lcA, "team-b": lcB}},
+	} {
+		var list api.WorkloadList
+		e.getJSON(tc.who, tc.token, "/api/v1/workloads", &list)
+		got := map[string]wl{}
+		for _, w := range list.Items {
+			got[w.Namespace+"/"+w.Name] = wl{counts: w.Counts, fixable: w.Fixable}
+			if len(w.Images) != 1 || w.Images[0].Counts == nil || *w.Images[0].Counts != w.Counts || *w.Images[0].Fixable != w.Fixable {
+				t.Errorf("%s: workload %s/%s: images %+v, want one with the workload's counts", tc.who, w.Namespace, w.Name, w.Images)
+			}
+		}
+		if len(got) != len(tc.workloads) {
+			t.Errorf("%s: workloads %+v, want %+v", tc.who, got, tc.workloads)
+		}
+		for k, want := range tc.workloads {
+			if got[k] != want {
+				t.Errorf("%s: workload %s: %+v, want %+v", tc.who, k, got[k], want)
+			}
+		}
+		var l api.Lifecycle
+		e.getJSON(tc.who, tc.token, "/api/v1/lifecycle", &l)
+		if len(l.Namespaces) != len(tc.lifecycle) {
+			t.Errorf("%s: lifecycle of %d namespaces, want %d", tc.who, len(l.Namespaces), len(tc.lifecycle))
+		}
+		for _, n := range l.Namespaces {
+			got := lc{open: n.Open, ages0: n.Ages.D0to7, overdue: n.Overdue, overdueKEV: n.OverdueKev}
+			if want := tc.lifecycle[n.Namespace]; got != want {
+				t.Errorf("%s: lifecycle of %s: %+v, want %+v", tc.who, n.Namespace, got, want)
+			}
+		}
+	}
+	var l api.Lifecycle
+	e.getJSON("carol", carol, "/api/v1/lifecycle?namespace=team-a", &l)
+	if len(l.Namespaces) != 1 || l.Namespaces[0].Open != lcA.open {
+		t.Errorf("carol ?namespace=team-a: lifecycle %+v, want team-a with %d open", l.Namespaces, lcA.open)
 	}
 }
