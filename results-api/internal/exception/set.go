@@ -262,3 +262,15 @@ func (s *Set) SuppressingVulns() []VulnScope {
 	})
 	return slices.Compact(out)
 }
+
+// At returns s deciding by the fixed time t: every decision of one read
+// (an export's rules and then its results) then agrees, even when an
+// exception expires while the read runs.
+func (s *Set) At(t time.Time) *Set {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.policy.Now = func() time.Time { return t }
+	return &c
+}

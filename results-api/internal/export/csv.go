@@ -13,7 +13,8 @@ import (
 
 // CSVHeader is the first row of every findings CSV.
 var CSVHeader = []string{"image", "digest", "vulnerability", "severity", "package", "version", "type",
-	"fixed_in", "cvss", "namespaces", "workloads", "kev", "epss", "risk", "grype_version", "db_built", "db_schema"}
+	"fixed_in", "cvss", "namespaces", "workloads", "kev", "epss", "risk", "grype_version", "db_built", "db_schema",
+	"suppressed", "suppressed_by", "vex_status", "vex_justification", "suppression_statement", "action_statement", "expires_at"}
 
 // A Row is one finding of one image and where the image runs.
 type Row struct {
@@ -21,6 +22,9 @@ type Row struct {
 	Finding       *report.Finding
 	RunningIn     []report.Workload
 	Provenance
+	// Suppression is set when an exception suppresses the finding in the
+	// export's view (the suppression columns, empty otherwise).
+	Suppression *Suppression
 }
 
 // Provenance is what a report's findings were matched with: the Grype
@@ -33,7 +37,9 @@ type Provenance struct {
 // CSV writes findings as RFC 4180 CSV (encoding/csv), one row each after
 // CSVHeader. Cells that a spreadsheet would take for a formula are
 // defused (SafeCell). Multi-valued cells (fixed-in versions, namespaces,
-// workloads as namespace/Kind/name) are joined with "; ".
+// workloads as namespace/Kind/name) are joined with "; ". The last
+// columns say whether an exception suppresses the finding in the export's
+// view, and which and why.
 type CSV struct {
 	bw     *bufio.Writer
 	w      *csv.Writer
@@ -61,6 +67,11 @@ func (c *CSV) Row(r Row) error {
 	rec[7], rec[8], rec[9], rec[10] = strings.Join(f.FixedIn, "; "), cvss, namespaces, workloads
 	rec[11], rec[12], rec[13] = strconv.FormatBool(f.Risk.KEV), "", strconv.FormatFloat(f.Risk.Score, 'f', -1, 64)
 	rec[14], rec[15], rec[16] = r.GrypeVersion, r.DBBuilt, r.DBSchema
+	rec[17] = strconv.FormatBool(r.Suppression != nil)
+	rec[18], rec[19], rec[20], rec[21], rec[22], rec[23] = "", "", "", "", "", ""
+	if s := r.Suppression; s != nil {
+		rec[18], rec[19], rec[20], rec[21], rec[22], rec[23] = s.Exception, s.Status, s.Justification, s.Statement, s.ActionStatement, s.expires()
+	}
 	if f.Risk.EPSS != nil {
 		rec[12] = strconv.FormatFloat(*f.Risk.EPSS, 'f', -1, 64)
 	}

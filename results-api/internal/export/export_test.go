@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -51,7 +52,8 @@ var findings = []report.Finding{
 		Package: report.Package{Name: "=cmd|' /C calc'!A0", Version: "-1", Type: "binary"}},
 }
 
-func writeSARIF(t *testing.T, fs []report.Finding) []byte {
+// writeSARIF writes a log of fs; sups[i], when given, suppresses fs[i].
+func writeSARIF(t *testing.T, fs []report.Finding, sups ...*export.Suppression) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	s := export.NewSARIF(&buf, export.Target{Image: "registry.example/app@sha256:abc", Digest: "sha256:abc",
@@ -62,7 +64,11 @@ func writeSARIF(t *testing.T, fs []report.Finding) []byte {
 		}
 	}
 	for i := range fs {
-		if err := s.Result(&fs[i]); err != nil {
+		var sup *export.Suppression
+		if i < len(sups) {
+			sup = sups[i]
+		}
+		if err := s.Result(&fs[i], sup); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -92,15 +98,23 @@ type sarifLog struct {
 			Level               string
 			Message             struct{ Text string }
 			PartialFingerprints map[string]string
+			Suppressions        []struct {
+				Kind, Status, Justification string
+				Properties                  map[string]string
+			}
 		}
 	}
 }
 
 func TestSARIFValidAgainstSchema(t *testing.T) {
 	schema := sarifSchema(t)
-	for name, fs := range map[string][]report.Finding{"findings": findings, "empty": nil} {
+	for name, sups := range map[string][]*export.Suppression{"findings": nil, "empty": nil, "suppressed": {nil, &notAffected, &accepted}} {
 		t.Run(name, func(t *testing.T) {
-			b := writeSARIF(t, fs)
+			fs := findings
+			if name == "empty" {
+				fs = nil
+			}
+			b := writeSARIF(t, fs, sups...)
 			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
 			if err != nil {
 				t.Fatalf("not JSON: %v\n%s", err, b)
@@ -159,6 +173,41 @@ func TestSARIFContent(t *testing.T) {
 	}
 }
 
+var (
+	notAffected = export.Suppression{Exception: "VulnerabilityException/team-a/parser", Status: "not_affected",
+		Justification: "vulnerable_code_not_in_execute_path", Statement: "the parser is never fed input",
+		ExpiresAt: time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC)}
+	accepted = export.Suppression{Exception: "ClusterVEXDocument/publisher", Status: "affected",
+		Statement: "=HYPERLINK(\"x\")", ActionStatement: "upgrade in Q1"}
+)
+
+// A suppressed finding carries SARIF's suppression (external, accepted)
+// with the decision as its justification; an active one carries none.
+func TestSARIFSuppressions(t *testing.T) {
+	var log sarifLog
+	if err := json.Unmarshal(writeSARIF(t, findings, nil, &notAffected, &accepted), &log); err != nil {
+		t.Fatal(err)
+	}
+	res := log.Runs[0].Results
+	if len(res[0].Suppressions) != 0 || len(res[3].Suppressions) != 0 {
+		t.Errorf("active results carry suppressions: %+v, %+v", res[0].Suppressions, res[3].Suppressions)
+	}
+	for i, want := range map[int]struct{ justification, exception, expires string }{
+		1: {"not_affected (vulnerable_code_not_in_execute_path): the parser is never fed input " +
+			"(VulnerabilityException/team-a/parser, until 2027-03-01T00:00:00Z)", "VulnerabilityException/team-a/parser", "2027-03-01T00:00:00Z"},
+		2: {"affected: =HYPERLINK(\"x\"); upgrade in Q1 (ClusterVEXDocument/publisher)", "ClusterVEXDocument/publisher", ""},
+	} {
+		if len(res[i].Suppressions) != 1 {
+			t.Fatalf("result %d: suppressions %+v", i, res[i].Suppressions)
+		}
+		got := res[i].Suppressions[0]
+		if got.Kind != "external" || got.Status != "accepted" || got.Justification != want.justification ||
+			got.Properties["exception"] != want.exception || got.Properties["expiresAt"] != want.expires {
+			t.Errorf("result %d: suppression %+v, want %+v", i, got, want)
+		}
+	}
+}
+
 // The fingerprint follows (id, package name, version, type) only: a
 // rescan with a new score or description keeps it, a new version does not.
 func TestFingerprintStable(t *testing.T) {
@@ -209,6 +258,9 @@ func TestCSVDefusesFormulas(t *testing.T) {
 		Provenance: export.Provenance{GrypeVersion: "0.121.2", DBBuilt: "2026-11-01T00:00:00Z", DBSchema: "v6.1.10"}}); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.Row(export.Row{Image: "registry.example/app", Digest: "sha256:abc", Finding: &findings[1], Suppression: &accepted}); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -219,9 +271,12 @@ func TestCSVDefusesFormulas(t *testing.T) {
 	want := [][]string{
 		export.CSVHeader,
 		{"'@evil/image", "sha256:abc", "CVE-2026-0003", "negligible", "'=cmd|' /C calc'!A0", "'-1", "binary", "", "",
-			"'+ops; shop", "shop/Deployment/web; shop/CronJob/@hourly; +ops/DaemonSet/agent", "false", "", "0", "", "", ""},
+			"'+ops; shop", "shop/Deployment/web; shop/CronJob/@hourly; +ops/DaemonSet/agent", "false", "", "0", "", "", "",
+			"false", "", "", "", "", "", ""},
 		{"registry.example/app", "sha256:abc", "CVE-2026-0001", "critical", "openssl", "3.0.1", "apk", "3.0.9; 3.1.2", "9.8", "", "",
-			"true", "0.78", "78.75", "0.121.2", "2026-11-01T00:00:00Z", "v6.1.10"},
+			"true", "0.78", "78.75", "0.121.2", "2026-11-01T00:00:00Z", "v6.1.10", "false", "", "", "", "", "", ""},
+		{"registry.example/app", "sha256:abc", "CVE-2026-0001", "critical", "libssl3", "3.0.1", "apk", "", "9.8", "", "",
+			"false", "", "0", "", "", "", "true", "ClusterVEXDocument/publisher", "affected", "", "'=HYPERLINK(\"x\")", "upgrade in Q1", ""},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("rows = %q", rows)

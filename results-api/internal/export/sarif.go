@@ -153,7 +153,26 @@ type sarifResult struct {
 	Message             message          `json:"message"`
 	Locations           []location       `json:"locations"`
 	PartialFingerprints fingerprints     `json:"partialFingerprints"`
+	Suppressions        []suppression    `json:"suppressions,omitempty"`
 	Properties          resultProperties `json:"properties"`
+}
+
+// suppression is SARIF's: a decision outside the analysis (external),
+// accepted, with its reason.
+type suppression struct {
+	Kind          string                `json:"kind"`
+	Status        string                `json:"status"`
+	Justification string                `json:"justification"`
+	Properties    suppressionProperties `json:"properties"`
+}
+
+type suppressionProperties struct {
+	Exception       string `json:"exception"`
+	VEXStatus       string `json:"vexStatus"`
+	Justification   string `json:"vexJustification,omitempty"`
+	Statement       string `json:"statement,omitempty"`
+	ActionStatement string `json:"actionStatement,omitempty"`
+	ExpiresAt       string `json:"expiresAt,omitempty"`
 }
 
 type fingerprints struct {
@@ -196,8 +215,10 @@ type logicalLocation struct {
 	Kind               string `json:"kind"`
 }
 
-// Result adds one finding; its rule must have been added.
-func (s *SARIF) Result(f *report.Finding) error {
+// Result adds one finding; its rule must have been added. A finding that
+// an exception suppresses in the export's view carries sup (nil for an
+// active one): SARIF's suppression of kind external, status accepted.
+func (s *SARIF) Result(f *report.Finding, sup *Suppression) error {
 	if !s.results {
 		s.write(`]}},"results":[`)
 		s.results, s.n = true, 0
@@ -216,8 +237,14 @@ func (s *SARIF) Result(f *report.Finding) error {
 	}
 	props := resultProperties{Severity: f.Severity.String(), CVSS: f.CVSSScore, FixedIn: f.FixedIn,
 		Image: s.target.Image, Digest: s.target.Digest, KEV: f.Risk.KEV, EPSS: f.Risk.EPSS, Risk: f.Risk.Score}
+	var sups []suppression
+	if sup != nil {
+		sups = []suppression{{Kind: "external", Status: "accepted", Justification: sup.Text(),
+			Properties: suppressionProperties{Exception: sup.Exception, VEXStatus: sup.Status, Justification: sup.Justification,
+				Statement: sup.Statement, ActionStatement: sup.ActionStatement, ExpiresAt: sup.expires()}}}
+	}
 	s.element(sarifResult{
-		RuleID: f.ID, RuleIndex: idx, Level: Level(f.Severity), Message: message{Message(f)},
+		RuleID: f.ID, RuleIndex: idx, Level: Level(f.Severity), Message: message{Message(f)}, Suppressions: sups,
 		Locations: []location{{
 			PhysicalLocation: physicalLocation{ArtifactLocation: artifactLocation{URI: where}, Region: region{StartLine: 1}},
 			LogicalLocations: []logicalLocation{{Name: pkg, FullyQualifiedName: where, Kind: "module"}},

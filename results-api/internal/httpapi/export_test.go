@@ -201,7 +201,8 @@ func readCSV(t *testing.T, b []byte) [][]string {
 	if err != nil {
 		t.Fatalf("not CSV: %v\n%s", err, b)
 	}
-	if len(rows) == 0 || strings.Join(rows[0], ",") != "image,digest,vulnerability,severity,package,version,type,fixed_in,cvss,namespaces,workloads,kev,epss,risk,grype_version,db_built,db_schema" {
+	if len(rows) == 0 || strings.Join(rows[0], ",") != "image,digest,vulnerability,severity,package,version,type,fixed_in,cvss,namespaces,workloads,kev,epss,risk,grype_version,db_built,db_schema,"+
+		"suppressed,suppressed_by,vex_status,vex_justification,suppression_statement,action_statement,expires_at" {
 		t.Fatalf("header = %q", rows)
 	}
 	return rows[1:]
@@ -251,7 +252,8 @@ func TestReportCSVRows(t *testing.T) {
 	// uploaded without the uploader's DB headers: the DB is unknown.
 	provenance := []string{"0.121.2", "", ""}
 	row := func(risk []string, cells ...string) []string {
-		return append(append(append(append([]string{img, d}, cells...), where...), risk...), provenance...)
+		active := []string{"false", "", "", "", "", "", ""} // no exceptions: the suppression columns are empty
+		return append(append(append(append(append([]string{img, d}, cells...), where...), risk...), provenance...), active...)
 	}
 	// Grype's own risk scores for lodash and minimist (its JSON output,
 	// testdata/grype/manifest.json), computed here from the CycloneDX.

@@ -54,16 +54,45 @@ func lifecycleFields(f report.Finding, sla report.SLA, now time.Time) (first *ti
 	return &fs, &days, due, &over
 }
 
+// getLifecycle serves the lifecycle figures per namespace. The open
+// findings (open, ages, overdue, overdueKev) are those active in the
+// namespace's view: its exceptions and the cluster's apply; the fixed
+// counts and times to fix are history and count every resolved finding.
 func (s *Server) getLifecycle(w http.ResponseWriter, r *http.Request) {
 	ns := r.URL.Query().Get("namespace")
 	if len(ns) > 253 {
 		writeError(w, r, badQuery("namespace must be at most 253 characters"))
 		return
 	}
-	got, err := s.cfg.Store.NamespaceLifecycles(r.Context(), store.LifecycleQuery{Now: s.now(), SLA: s.cfg.SLA, Namespace: ns})
+	now := s.now()
+	got, err := s.cfg.Store.NamespaceLifecycles(r.Context(), store.LifecycleQuery{Now: now, SLA: s.cfg.SLA, Namespace: ns})
 	if err != nil {
 		writeError(w, r, err)
 		return
+	}
+	var only []string // nil: every namespace in the caller's scope
+	if ns != "" {
+		only = []string{ns}
+	}
+	sup, err := s.suppressedPerNamespace(r.Context(), only, nil, now)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	idx := make(map[string]int, len(got))
+	for i, n := range got {
+		idx[n.Namespace] = i
+	}
+	for k, t := range sup {
+		i, ok := idx[k.namespace]
+		if !ok {
+			continue
+		}
+		n := &got[i]
+		n.Open, n.Overdue, n.OverdueKEV = n.Open-t.findings, n.Overdue-t.overdue, n.OverdueKEV-t.overdueKEV
+		for b := range n.Ages {
+			n.Ages[b] -= t.ages[b]
+		}
 	}
 	out := api.Lifecycle{Sla: s.cfg.SLA.String(), Namespaces: make([]api.NamespaceLifecycle, len(got))}
 	for i, n := range got {

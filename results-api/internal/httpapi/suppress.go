@@ -101,6 +101,10 @@ type digestSuppression struct {
 	// annotates: an imported affected or under_investigation statement
 	// may annotate an active finding of the digest.
 	annotates bool
+	// activeVulns and suppressedVulns are the vulnerability ids with an
+	// active, and with a suppressed finding; nil when no exception could
+	// apply (every finding is active).
+	activeVulns, suppressedVulns map[string]bool
 }
 
 // decidedFinding is a suppressed finding and its exception.
@@ -110,9 +114,12 @@ type decidedFinding struct {
 }
 
 // suppressionOf decides every finding of digest in r's view. It reads the
-// findings' keys only when an exception could apply to the digest.
+// findings' keys only when an exception could apply to the digest. Its
+// set decides by the time of the call, so that what it decided and what
+// the caller decides later with d.set agree.
 func (s *Server) suppressionOf(ctx context.Context, v view, digest string, total int) (*digestSuppression, error) {
-	d := &digestSuppression{set: s.exceptions(), total: total}
+	set := s.exceptions()
+	d := &digestSuppression{set: set.At(set.Now()), total: total}
 	if d.set.Len() == 0 {
 		return d, nil
 	}
@@ -130,13 +137,38 @@ func (s *Server) suppressionOf(ctx context.Context, v view, digest string, total
 	if err != nil {
 		return nil, err
 	}
+	d.activeVulns, d.suppressedVulns = map[string]bool{}, map[string]bool{}
 	for _, k := range keys {
 		if e := d.set.Decide(exception.Finding{Digest: digest, VulnID: k.VulnID, PURL: k.PURL, FixedIn: k.FixedIn}, d.runsIn); e != nil {
 			d.suppressed = append(d.suppressed, k.ID)
 			d.decided = append(d.decided, decidedFinding{key: k, by: e})
+			d.suppressedVulns[k.VulnID] = true
+		} else {
+			d.activeVulns[k.VulnID] = true
 		}
 	}
 	return d, nil
+}
+
+// decide returns the exception that suppresses f of the digest, or nil.
+func (d *digestSuppression) decide(digest string, f *report.Finding) *exception.Exception {
+	if len(d.suppressed) == 0 {
+		return nil
+	}
+	return d.set.Decide(exceptionFinding(digest, f), d.runsIn)
+}
+
+// keepsVuln reports whether vulnerability id has a finding shown in mode m.
+func (d *digestSuppression) keepsVuln(id string, m suppressedMode) bool {
+	switch {
+	case m == bothModes:
+		return true
+	case d.activeVulns == nil:
+		return m == activeOnly
+	case m == activeOnly:
+		return d.activeVulns[id]
+	}
+	return d.suppressedVulns[id]
 }
 
 // tally counts the suppressed findings.
