@@ -41,8 +41,8 @@ expect "the tree as it is" pass
 code operator/internal/bus/layering.go "$repo/test/support/pgtest"
 expect "a component imports test code" fail "operator/internal/bus imports $repo/test/support/pgtest (under test/support/): product code may not import test or hack code"
 
-code operator/internal/bus/layering.go "$repo/results-api/apitest"
-expect "a component imports another component" fail "operator/internal/bus imports $repo/results-api/apitest: another component's package"
+code operator/internal/bus/layering.go "$repo/results-api/internal/report"
+expect "a component imports another component" fail "operator/internal/bus imports $repo/results-api/internal/report: another component's package"
 
 code api/scan/layering.go "$repo/test/support/pgtest"
 expect "a contract imports test code" fail "api/scan imports $repo/test/support/pgtest"

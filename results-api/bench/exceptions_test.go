@@ -21,7 +21,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/test/support"
 	"github.com/crowsnest-dev/crowsnest/test/support/kubetest"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/apitest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/exception"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/service"
 )

@@ -9,7 +9,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/apitest"
 )
 
 // BenchmarkExport downloads the SARIF log and the CSV of the largest real

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/apitest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/bomtest"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/apitest"
 )
 
 // BenchmarkRiskQuery reads 10,000 seeded reports (20 findings each, 200,000

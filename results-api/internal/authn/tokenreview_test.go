@@ -17,7 +17,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/test/support/kubetest"
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/apitest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/bomtest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/service"

@@ -15,7 +15,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/apitest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/bomtest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/service"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"

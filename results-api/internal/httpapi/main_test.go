@@ -10,7 +10,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/apitest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

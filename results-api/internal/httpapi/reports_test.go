@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/apitest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/bomtest"
 )
 

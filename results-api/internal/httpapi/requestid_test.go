@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/apitest"
 )
 
 // syncBuffer is a log destination the server's goroutines share.

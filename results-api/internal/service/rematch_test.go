@@ -20,7 +20,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/api/scan"
 	"github.com/crowsnest-dev/crowsnest/test/support/kubetest"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/apitest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/authn"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/authz"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/bomtest"

@@ -12,7 +12,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/apitest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/bomtest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/service"
 )

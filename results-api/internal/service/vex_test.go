@@ -16,7 +16,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/test/support"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/apitest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 )
 

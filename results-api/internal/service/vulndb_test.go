@@ -14,7 +14,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/test/support/natstest"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/apitest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 )
 

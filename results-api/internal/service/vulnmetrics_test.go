@@ -11,7 +11,7 @@ import (
 
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 
-	"github.com/crowsnest-dev/crowsnest/results-api/apitest"
+	"github.com/crowsnest-dev/crowsnest/results-api/internal/apitest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/service"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/vulnmetrics"

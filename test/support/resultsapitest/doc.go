@@ -15,6 +15,6 @@
 // killed by `go test -timeout` leaves no server behind.
 //
 // results-api's own tests use an in-process harness instead
-// (results-api/apitest); this package imports nothing of results-api, so a
+// (results-api/internal/apitest); this package imports nothing of results-api, so a
 // module that uses it does not require results-api's module.
 package resultsapitest
