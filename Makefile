@@ -353,8 +353,8 @@ generate-chart: generate-operator ## Copy the operator's generated CRD and RBAC 
 	  operator/config/crd/bases/crowsnest.dev_vexdocuments.yaml operator/config/crd/bases/crowsnest.dev_clustervexdocuments.yaml \
 	  helm/crowsnest/crds/
 	cp operator/config/rbac/role.yaml operator/config/rbac/leader_election_role.yaml helm/crowsnest/charts/operator/files/
-	cd test/chart && GOWORK=off CGO_ENABLED=0 go run -trimpath ./cmd/chartschema -o $(ROOT)/helm/crowsnest/values.schema.json
-	cd test/chart && GOWORK=off CGO_ENABLED=0 go run -trimpath ./cmd/natsperm -o $(ROOT)/helm/crowsnest/charts/nats/files/permissions.json
+	cd helm/contract && GOWORK=off CGO_ENABLED=0 go run -trimpath ./cmd/chartschema -o $(ROOT)/helm/crowsnest/values.schema.json
+	cd helm/contract && GOWORK=off CGO_ENABLED=0 go run -trimpath ./cmd/natsperm -o $(ROOT)/helm/crowsnest/charts/nats/files/permissions.json
 
 # METRICS_REFERENCE_PKGS are the packages ("MODULE:./PKG/", found by
 # hack/modules.sh) whose TestMetricsReference builds a component's

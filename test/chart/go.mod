@@ -4,8 +4,8 @@ go 1.26.0
 
 require (
 	github.com/crowsnest-dev/crowsnest/api v0.0.0
+	github.com/crowsnest-dev/crowsnest/helm/contract v0.0.0
 	github.com/crowsnest-dev/crowsnest/test/support v0.0.0
-	github.com/invopop/jsonschema v0.14.0
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/prometheus v0.307.3
@@ -36,6 +36,7 @@ require (
 	github.com/google/go-tpm v0.9.8 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/grafana/regexp v0.0.0-20250905093917-f7b3be9d1853 // indirect
+	github.com/invopop/jsonschema v0.14.0 // indirect
 	github.com/josharian/intern v1.0.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
@@ -83,3 +84,5 @@ require (
 replace github.com/crowsnest-dev/crowsnest/test/support => ../support
 
 replace github.com/crowsnest-dev/crowsnest/api => ../../api
+
+replace github.com/crowsnest-dev/crowsnest/helm/contract => ../../helm/contract

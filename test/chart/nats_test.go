@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
-	"github.com/crowsnest-dev/crowsnest/test/chart/natsperm"
+	"github.com/crowsnest-dev/crowsnest/helm/contract/natsperm"
 )
 
 // TestNATSPermissionsFile: the chart's permissions.json is what the

@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/crowsnest-dev/crowsnest/test/chart/values"
+	"github.com/crowsnest-dev/crowsnest/helm/contract/values"
 )
 
 // TestRejectedValues: the schema and the templates refuse unsafe or

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/crowsnest-dev/crowsnest/test/chart/natsperm"
+	"github.com/crowsnest-dev/crowsnest/helm/contract/natsperm"
 )
 
 func main() {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/crowsnest-dev/crowsnest/test/chart/values"
+	"github.com/crowsnest-dev/crowsnest/helm/contract/values"
 )
 
 func main() {
