@@ -226,6 +226,27 @@ func (e Suppressed) Valid() bool {
 	}
 }
 
+// Defines values for ListFindingsCSVParamsSuppressed.
+const (
+	ListFindingsCSVParamsSuppressedAll   ListFindingsCSVParamsSuppressed = "all"
+	ListFindingsCSVParamsSuppressedFalse ListFindingsCSVParamsSuppressed = "false"
+	ListFindingsCSVParamsSuppressedTrue  ListFindingsCSVParamsSuppressed = "true"
+)
+
+// Valid indicates whether the value is a known member of the ListFindingsCSVParamsSuppressed enum.
+func (e ListFindingsCSVParamsSuppressed) Valid() bool {
+	switch e {
+	case ListFindingsCSVParamsSuppressedAll:
+		return true
+	case ListFindingsCSVParamsSuppressedFalse:
+		return true
+	case ListFindingsCSVParamsSuppressedTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListFindingsCSVParamsRunning.
 const (
 	ListFindingsCSVParamsRunningAll   ListFindingsCSVParamsRunning = "all"
@@ -385,6 +406,48 @@ func (e PutReportParamsContentEncoding) Valid() bool {
 	case Gzip:
 		return true
 	case Identity:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetReportFindingsCSVParamsSuppressed.
+const (
+	GetReportFindingsCSVParamsSuppressedAll   GetReportFindingsCSVParamsSuppressed = "all"
+	GetReportFindingsCSVParamsSuppressedFalse GetReportFindingsCSVParamsSuppressed = "false"
+	GetReportFindingsCSVParamsSuppressedTrue  GetReportFindingsCSVParamsSuppressed = "true"
+)
+
+// Valid indicates whether the value is a known member of the GetReportFindingsCSVParamsSuppressed enum.
+func (e GetReportFindingsCSVParamsSuppressed) Valid() bool {
+	switch e {
+	case GetReportFindingsCSVParamsSuppressedAll:
+		return true
+	case GetReportFindingsCSVParamsSuppressedFalse:
+		return true
+	case GetReportFindingsCSVParamsSuppressedTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetReportSARIFParamsSuppressed.
+const (
+	GetReportSARIFParamsSuppressedAll   GetReportSARIFParamsSuppressed = "all"
+	GetReportSARIFParamsSuppressedFalse GetReportSARIFParamsSuppressed = "false"
+	GetReportSARIFParamsSuppressedTrue  GetReportSARIFParamsSuppressed = "true"
+)
+
+// Valid indicates whether the value is a known member of the GetReportSARIFParamsSuppressed enum.
+func (e GetReportSARIFParamsSuppressed) Valid() bool {
+	switch e {
+	case GetReportSARIFParamsSuppressedAll:
+		return true
+	case GetReportSARIFParamsSuppressedFalse:
+		return true
+	case GetReportSARIFParamsSuppressedTrue:
 		return true
 	default:
 		return false
@@ -1370,6 +1433,9 @@ type GetExceptionAuditParams struct {
 
 // ListFindingsCSVParams defines parameters for ListFindingsCSV.
 type ListFindingsCSVParams struct {
+	// Suppressed Findings suppressed by an exception in this view: false (default) leaves them out, true keeps only them, all keeps both; each is marked with its suppression.
+	Suppressed *ListFindingsCSVParamsSuppressed `form:"suppressed,omitempty" json:"suppressed,omitempty"`
+
 	// Limit The most rows to send.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -1388,7 +1454,7 @@ type ListFindingsCSVParams struct {
 	// Q Case-insensitive text matched against the image reference or a vulnerability id (e.g. CVE-2024-1234); keeps every finding of the matching images.
 	Q *string `form:"q,omitempty" json:"q,omitempty"`
 
-	// Namespace Only images running now in this namespace.
+	// Namespace Only images running now in this namespace, seen in its exception view (its exceptions and the cluster's apply).
 	Namespace *string `form:"namespace,omitempty" json:"namespace,omitempty"`
 
 	// Workload Only images running now in this workload, as kind/name (e.g. Deployment/web); with namespace, in that namespace only.
@@ -1397,6 +1463,9 @@ type ListFindingsCSVParams struct {
 	// Running true (default): only images some namespace runs now; false: only images no namespace runs; all: both.
 	Running *ListFindingsCSVParamsRunning `form:"running,omitempty" json:"running,omitempty"`
 }
+
+// ListFindingsCSVParamsSuppressed defines parameters for ListFindingsCSV.
+type ListFindingsCSVParamsSuppressed string
 
 // ListFindingsCSVParamsRunning defines parameters for ListFindingsCSV.
 type ListFindingsCSVParamsRunning string
@@ -1520,6 +1589,30 @@ type ListReportChangesParams struct {
 	// Cursor Opaque cursor from a previous page's nextCursor, with the same filters; any other value is 400 invalid_query.
 	Cursor *ChangeCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
+
+// GetReportFindingsCSVParams defines parameters for GetReportFindingsCSV.
+type GetReportFindingsCSVParams struct {
+	// Namespace The view's namespace: exceptions of this namespace (and cluster ones) apply. Without it, the view is every namespace the caller may read (see "Exceptions" in docs/api.md).
+	Namespace *ViewNamespace `form:"namespace,omitempty" json:"namespace,omitempty"`
+
+	// Suppressed Findings suppressed by an exception in this view: false (default) leaves them out, true keeps only them, all keeps both; each is marked with its suppression.
+	Suppressed *GetReportFindingsCSVParamsSuppressed `form:"suppressed,omitempty" json:"suppressed,omitempty"`
+}
+
+// GetReportFindingsCSVParamsSuppressed defines parameters for GetReportFindingsCSV.
+type GetReportFindingsCSVParamsSuppressed string
+
+// GetReportSARIFParams defines parameters for GetReportSARIF.
+type GetReportSARIFParams struct {
+	// Namespace The view's namespace: exceptions of this namespace (and cluster ones) apply. Without it, the view is every namespace the caller may read (see "Exceptions" in docs/api.md).
+	Namespace *ViewNamespace `form:"namespace,omitempty" json:"namespace,omitempty"`
+
+	// Suppressed Findings suppressed by an exception in this view: false (default) leaves them out, true keeps only them, all keeps both; each is marked with its suppression.
+	Suppressed *GetReportSARIFParamsSuppressed `form:"suppressed,omitempty" json:"suppressed,omitempty"`
+}
+
+// GetReportSARIFParamsSuppressed defines parameters for GetReportSARIF.
+type GetReportSARIFParamsSuppressed string
 
 // GetReportVEXParams defines parameters for GetReportVEX.
 type GetReportVEXParams struct {

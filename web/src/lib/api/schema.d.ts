@@ -147,7 +147,11 @@ export interface paths {
          *     in <versions>", the package's purl or the image as its location,
          *     partialFingerprints stable across scans from the vulnerability id and
          *     the package's name, version and type; properties kev, epss and risk
-         *     when Grype rated it). Streamed: a response cut short
+         *     when Grype rated it). Findings follow the caller's exception view
+         *     (suppressed, namespace): a suppressed finding included with
+         *     suppressed=true or all carries suppressions [{kind external, status
+         *     accepted, justification}] and the decision in its properties.
+         *     Streamed: a response cut short
          *     (deadline or storage error) ends without the closing brackets and
          *     must be discarded.
          */
@@ -177,7 +181,10 @@ export interface paths {
          *     workloads (the last two from where the image runs now, within the
          *     caller's scope; lists joined with "; ", workloads as
          *     namespace/Kind/name), kev (true/false), epss, risk (Grype's risk
-         *     score). A cell starting with =, +, -, @, a tab or a
+         *     score), then suppressed, suppressed_by, vex_status,
+         *     vex_justification, suppression_statement, action_statement and
+         *     expires_at (the exception view's decision: suppressed and namespace
+         *     as on the report detail). A cell starting with =, +, -, @, a tab or a
          *     carriage return is prefixed with a single quote (CSV injection).
          *     Streamed: a response cut short ends without its final chunk.
          */
@@ -1695,7 +1702,12 @@ export interface operations {
     };
     getReportSARIF: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The view's namespace: exceptions of this namespace (and cluster ones) apply. Without it, the view is every namespace the caller may read (see "Exceptions" in docs/api.md). */
+                namespace?: components["parameters"]["ViewNamespace"];
+                /** @description Findings suppressed by an exception in this view: false (default) leaves them out, true keeps only them, all keeps both; each is marked with its suppression. */
+                suppressed?: components["parameters"]["Suppressed"];
+            };
             header?: never;
             path: {
                 /** @description Image manifest digest. */
@@ -1724,7 +1736,12 @@ export interface operations {
     };
     getReportFindingsCSV: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The view's namespace: exceptions of this namespace (and cluster ones) apply. Without it, the view is every namespace the caller may read (see "Exceptions" in docs/api.md). */
+                namespace?: components["parameters"]["ViewNamespace"];
+                /** @description Findings suppressed by an exception in this view: false (default) leaves them out, true keeps only them, all keeps both; each is marked with its suppression. */
+                suppressed?: components["parameters"]["Suppressed"];
+            };
             header?: never;
             path: {
                 /** @description Image manifest digest. */
@@ -1881,6 +1898,8 @@ export interface operations {
     listFindingsCSV: {
         parameters: {
             query?: {
+                /** @description Findings suppressed by an exception in this view: false (default) leaves them out, true keeps only them, all keeps both; each is marked with its suppression. */
+                suppressed?: components["parameters"]["Suppressed"];
                 /** @description The most rows to send. */
                 limit?: number;
                 /** @description Only findings of this severity or worse. */
@@ -1893,7 +1912,7 @@ export interface operations {
                 minEpss?: number;
                 /** @description Case-insensitive text matched against the image reference or a vulnerability id (e.g. CVE-2024-1234); keeps every finding of the matching images. */
                 q?: string;
-                /** @description Only images running now in this namespace. */
+                /** @description Only images running now in this namespace, seen in its exception view (its exceptions and the cluster's apply). */
                 namespace?: string;
                 /** @description Only images running now in this workload, as kind/name (e.g. Deployment/web); with namespace, in that namespace only. */
                 workload?: string;
