@@ -21,7 +21,7 @@ const module = "github.com/crowsnest-dev/crowsnest/results-api"
 func TestLayersPointOneWay(t *testing.T) {
 	imports := moduleImports(t, filepath.Join("..", ".."))
 	transport := module + "/internal/httpapi"
-	mayReach := []string{transport, module + "/internal/service", module + "/apitest", module + "/cmd/results-api"}
+	mayReach := []string{transport, module + "/internal/service", module + "/internal/apitest", module + "/cmd/results-api"}
 	var reaches func(pkg string, seen map[string]bool) bool
 	reaches = func(pkg string, seen map[string]bool) bool {
 		if pkg == transport {
