@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,20 +148,7 @@ func (s *seeded) put(t *testing.T, digest, image, file string) {
 // putBOM uploads bom as digest's report, as the uploader does.
 func (s *seeded) putBOM(t *testing.T, digest, image string, bom []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPut, s.URL+"/api/v1/reports/"+digest+"?image="+image, bytes.NewReader(bom))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+s.Token)
-	req.Header.Set("Content-Type", "application/vnd.cyclonedx+json")
-	resp, err := s.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		t.Fatalf("PUT %s: HTTP %d", digest, resp.StatusCode)
-	}
+	resultsapitest.Put(t, s.Client(), s.URL, s.Token, digest, image, bom)
 }
 
 // kubeconfig writes a kubeconfig for the test control plane; edit changes

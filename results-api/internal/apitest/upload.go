@@ -1,20 +1,14 @@
 package apitest
 
 import (
-	"bytes"
-	"net/http"
 	"testing"
+
+	"github.com/crowsnest-dev/crowsnest/test/support/resultsapitest"
 )
 
-// SmallBOM is a minimal valid CycloneDX document with one high finding for
-// digest. It is constructed for tests, not Grype output; use the fixtures in
-// results-api/testdata/grype for real reports.
-func SmallBOM(digest string) []byte {
-	return []byte(`{"bomFormat":"CycloneDX","specVersion":"1.6","version":1,
-"metadata":{"component":{"bom-ref":"img","type":"container","name":"registry.example/demo","version":"` + digest + `"}},
-"components":[{"bom-ref":"pkg:apk/alpine/musl@1.2.5","type":"library","name":"musl","version":"1.2.5","purl":"pkg:apk/alpine/musl@1.2.5"}],
-"vulnerabilities":[{"bom-ref":"v1","id":"CVE-2026-0001","source":{"name":"alpine:distro:alpine:3.20"},"ratings":[{"severity":"high"}],"affects":[{"ref":"pkg:apk/alpine/musl@1.2.5"}]}]}`)
-}
+// SmallBOM is resultsapitest.SmallBOM: a minimal valid CycloneDX document
+// with one high finding for digest (constructed, not Grype output).
+func SmallBOM(digest string) []byte { return resultsapitest.SmallBOM(digest) }
 
 // PutReport uploads bom for digest (image registry.example/demo@digest) with
 // the server's write token, as the uploader would, and fails the test unless
@@ -24,18 +18,5 @@ func (s *Server) PutReport(t testing.TB, digest string, bom []byte) {
 	if bom == nil {
 		bom = SmallBOM(digest)
 	}
-	req, err := http.NewRequest(http.MethodPut, s.URL+"/api/v1/reports/"+digest+"?image=registry.example/demo@"+digest, bytes.NewReader(bom))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+s.Token)
-	req.Header.Set("Content-Type", "application/vnd.cyclonedx+json")
-	resp, err := s.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		t.Fatalf("PUT report %s: HTTP %d", digest, resp.StatusCode)
-	}
+	resultsapitest.Put(t, s.Client(), s.URL, s.Token, digest, "registry.example/demo@"+digest, bom)
 }

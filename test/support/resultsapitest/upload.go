@@ -24,13 +24,21 @@ func (s *Server) PutReport(t testing.TB, digest string, bom []byte) {
 	if bom == nil {
 		bom = SmallBOM(digest)
 	}
-	req, err := http.NewRequest(http.MethodPut, s.URL+"/api/v1/reports/"+digest+"?image=registry.example/demo@"+digest, bytes.NewReader(bom))
+	Put(t, s.Client(), s.URL, s.Token, digest, "registry.example/demo@"+digest, bom)
+}
+
+// Put uploads bom as digest's report of image to the results API at url
+// with token, as the uploader does, and fails the test unless it was
+// stored (200 or 201).
+func Put(t testing.TB, c *http.Client, url, token, digest, image string, bom []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPut, url+"/api/v1/reports/"+digest+"?image="+image, bytes.NewReader(bom))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+s.Token)
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/vnd.cyclonedx+json")
-	resp, err := s.Client().Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
