@@ -133,7 +133,10 @@ tilt() {
 	if [[ ! -x "$dir/tilt" ]]; then
 		log "building tilt (first run only; several minutes)"
 		local start=$SECONDS src work
-		src=$(cd "$moddir" && GOFLAGS="${GOFLAGS:-} -mod=mod" go list -m -f '{{.Dir}}' github.com/tilt-dev/tilt)
+		# go mod download, not go list -m: on an empty module cache
+		# go list -m prints an empty Dir instead of fetching the module.
+		src=$(cd "$moddir" && GONOSUMDB=github.com/tilt-dev GOFLAGS="${GOFLAGS:-} -mod=mod" go mod download -json github.com/tilt-dev/tilt | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+		[[ -n "$src" && -d "$src" ]] || { log "tilt: go mod download gave no module directory"; return 1; }
 		work="$dir.tmp"
 		rm -rf "$work" && mkdir -p "$work/wrapper"
 		cp -r "$src" "$work/tilt" && chmod -R u+w "$work/tilt"
