@@ -73,15 +73,7 @@ func (s *Server) suppressedBy(ctx context.Context, set *exception.Set, now time.
 	for _, id := range vulns {
 		out.vulnImages[id] = map[string]bool{}
 	}
-	q := store.CandidateQuery{Digests: digests, Now: now, SLA: s.cfg.SLA}
-	for _, vs := range set.SuppressingVulns() {
-		switch {
-		case vs.Namespace == "":
-			q.VulnIDs = append(q.VulnIDs, vs.VulnID)
-		case v.all || slices.Contains(v.namespaces, vs.Namespace):
-			q.NamespaceVulns = append(q.NamespaceVulns, store.NamespaceVuln{Namespace: vs.Namespace, VulnID: vs.VulnID})
-		}
-	}
+	q := s.candidateQuery(set, v, digests, now)
 	var (
 		runsIn     []string
 		lastDigest string // never a digest: the first row starts one
@@ -111,6 +103,21 @@ func (s *Server) suppressedBy(ctx context.Context, set *exception.Set, now time.
 		return nil, err
 	}
 	return out, nil
+}
+
+// candidateQuery selects, of the reports digests (nil: all in ctx's
+// scope), the findings that set could suppress in view v.
+func (s *Server) candidateQuery(set *exception.Set, v view, digests []string, now time.Time) store.CandidateQuery {
+	q := store.CandidateQuery{Digests: digests, Now: now, SLA: s.cfg.SLA}
+	for _, vs := range set.SuppressingVulns() {
+		switch {
+		case vs.Namespace == "":
+			q.VulnIDs = append(q.VulnIDs, vs.VulnID)
+		case v.all || slices.Contains(v.namespaces, vs.Namespace):
+			q.NamespaceVulns = append(q.NamespaceVulns, store.NamespaceVuln{Namespace: vs.Namespace, VulnID: vs.VulnID})
+		}
+	}
+	return q
 }
 
 // suppressedImages is how many images carry vulnerability id only in

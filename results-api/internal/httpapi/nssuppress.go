@@ -20,6 +20,9 @@ type nsTally struct {
 	counts              report.Counts
 	ages                [4]int // as store.NamespaceLifecycle.Ages
 	overdue, overdueKEV int
+	// By severity, for the vulnerability metrics: the KEV-listed findings
+	// and the overdue ones.
+	kevCounts, overdueCounts report.Counts
 }
 
 // suppressedPerNamespace decides the findings of the images running in
@@ -30,9 +33,14 @@ type nsTally struct {
 // (store.EachNamespaceCandidate), none without an exception that could
 // suppress something there.
 func (s *Server) suppressedPerNamespace(ctx context.Context, namespaces, digests []string, now time.Time) (map[nsDigest]*nsTally, error) {
-	out := map[nsDigest]*nsTally{}
 	set := s.exceptions()
-	set = set.At(set.Now())
+	return s.suppressedPerNamespaceBy(ctx, set.At(set.Now()), namespaces, digests, now)
+}
+
+// suppressedPerNamespaceBy is suppressedPerNamespace with the exceptions
+// set.
+func (s *Server) suppressedPerNamespaceBy(ctx context.Context, set *exception.Set, namespaces, digests []string, now time.Time) (map[nsDigest]*nsTally, error) {
+	out := map[nsDigest]*nsTally{}
 	q := store.NamespaceCandidateQuery{Namespaces: namespaces, Digests: digests, Now: now, SLA: s.cfg.SLA}
 	for _, vs := range set.SuppressingVulns() {
 		switch {
@@ -62,8 +70,12 @@ func (s *Server) suppressedPerNamespace(ctx context.Context, namespaces, digests
 		if !c.FirstSeen.IsZero() {
 			t.ages[ageBucket(c.FirstSeen, now)]++
 		}
+		if c.KEV {
+			t.kevCounts.Add(c.Severity)
+		}
 		if c.Overdue {
 			t.overdue++
+			t.overdueCounts.Add(c.Severity)
 			if c.KEV {
 				t.overdueKEV++
 			}

@@ -185,7 +185,15 @@ func New(ctx context.Context, c Config) (*Service, error) {
 		OnClients: func(n int) { m.WebSocketClients.Set(float64(n)) },
 		OnDrop:    m.WebSocketDropped.Inc,
 	})
-	vulns := newVulnMetrics(st, m, c.VulnMetrics, c.Logger)
+	// With exceptions, the vulnerability metrics count the active
+	// findings, as the API's views do: the refresher asks the API server
+	// (set below, before the refresher runs) what the exceptions suppress.
+	var api *httpapi.Server
+	vo := c.VulnMetrics
+	if c.Exceptions != nil {
+		vo.Suppress = func() vulnmetrics.Suppression { return api.VulnMetricsSuppression() }
+	}
+	vulns := newVulnMetrics(st, m, vo, c.Logger)
 	// changes counts this replica's writes for /stats's snapshots, as
 	// vulns.Trigger does for the metrics (the routes bump it on reports).
 	changes := &snapshot.Generation{}
@@ -266,7 +274,7 @@ func New(ctx context.Context, c Config) (*Service, error) {
 		except, stopExcept = w, func() { stopAudit(); audits.Wait(); stop() }
 		watcher.Store(w)
 	}
-	api := httpapi.New(httpapi.Config{Exceptions: except,
+	api = httpapi.New(httpapi.Config{Exceptions: except,
 		Reads: reads, ReadRecheck: recheck, Store: st, Hub: h, Notifier: triggering{bus, vulns}, Auth: auth, Metrics: m, NoMetrics: c.SeparateMetrics, Scrapers: c.Scrapers, MaxBOMBytes: c.MaxBOMBytes, Limits: c.Limits, UI: c.UI, Logger: c.Logger,
 		Checks: checks(st, bus, c.NATSURL != ""), SLA: c.SLA, Now: c.Now, Changes: changes, StatsMaxAge: c.StatsMaxAge,
 	})

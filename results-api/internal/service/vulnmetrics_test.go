@@ -56,13 +56,7 @@ func waitMetric(t *testing.T, base, line string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, err := http.Get(base + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		if strings.Contains(string(body), "\n"+line+"\n") {
+		if strings.Contains(scrape(t, base), "\n"+line+"\n") {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -70,4 +64,19 @@ func waitMetric(t *testing.T, base, line string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// scrape is base's /metrics.
+func scrape(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
 }

@@ -33,12 +33,14 @@ const (
 var (
 	vulnsDesc = prometheus.NewDesc("crowsnest_vulnerabilities",
 		"Findings in the images running now (digests some namespace's inventory lists), one per image digest and finding "+
-			"(vulnerability id, affected package), by stored severity. Every replica exports the same fleet values.",
+			"(vulnerability id, affected package), by stored severity. Only active findings: not those a triage exception "+
+			"suppresses in the cluster view (a cluster exception, or namespaced ones in every namespace running the image). "+
+			"Every replica exports the same fleet values.",
 		[]string{"severity"}, nil)
 	nsVulnsDesc = prometheus.NewDesc("crowsnest_namespace_vulnerabilities",
 		"Findings in the images running in each namespace (label workload_namespace: namespace is the scrape target's own), "+
-			"an image counting in every namespace it runs in, by severity. "+
-			"At most --vuln-metrics-max-namespaces namespaces, those with the most critical+high findings; "+
+			"an image counting in every namespace it runs in, by severity; active findings in that namespace's view (its own "+
+			"exceptions and the cluster's suppress). At most --vuln-metrics-max-namespaces namespaces, those with the most critical+high findings; "+
 			"crowsnest_namespace_vulnerabilities_truncated counts the others.",
 		[]string{"workload_namespace", "severity"}, nil)
 	// The KEV-listed part of the two gauges above, as families of their
@@ -62,7 +64,8 @@ var (
 			"failed (running, no report, its last scan failed), unscanned (running, no report, its scan queued, in progress or unknown).",
 		[]string{"state"}, nil)
 	topDesc = prometheus.NewDesc("crowsnest_vulnerability_top",
-		"The 20 vulnerability ids found in the most running images: the number of running images with a finding of the id; "+
+		"The 20 vulnerability ids found in the most running images: the number of running images with an active finding "+
+			"of the id (as crowsnest_vulnerabilities'); "+
 			"severity is the worst stored for it.",
 		[]string{"vulnerability", "severity"}, nil)
 	newDesc = prometheus.NewDesc("crowsnest_findings_new_7d",
@@ -71,7 +74,8 @@ var (
 		[]string{"severity"}, nil)
 	overdueDesc = prometheus.NewDesc("crowsnest_findings_overdue",
 		"Findings of the images running in each namespace (label workload_namespace) past their SLA deadline (results-api's --sla), "+
-			"an image counting in every namespace it runs in, by severity. Namespaces as crowsnest_namespace_vulnerabilities' "+
+			"an image counting in every namespace it runs in, by severity; active findings, as crowsnest_namespace_vulnerabilities'. "+
+			"Namespaces as crowsnest_namespace_vulnerabilities' "+
 			"(at most --vuln-metrics-max-namespaces); a namespace without an overdue finding exports zeros.",
 		[]string{"workload_namespace", "severity"}, nil)
 	overdueKEVDesc = prometheus.NewDesc("crowsnest_findings_overdue_kev",

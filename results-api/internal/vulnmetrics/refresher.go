@@ -1,8 +1,10 @@
 package vulnmetrics
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,6 +44,24 @@ type Options struct {
 	Now func() time.Time
 	// SLA is the policy findings are overdue by (zero: none is).
 	SLA report.SLA
+	// Suppress, when set, makes the metrics count only the findings that
+	// no triage exception suppresses, as /stats does: called once per
+	// refresh (nil: every finding counts).
+	Suppress func() Suppression
+}
+
+// Suppression takes what triage exceptions suppress out of one refresh's
+// store counts.
+type Suppression struct {
+	// TopSlack is how many vulnerability ids the exceptions could lower:
+	// the refresh loads that many beyond TopLimit, so that the top it
+	// exports after Subtract is the exact top of the active findings (only
+	// those ids can fall, so the true top is among the first TopLimit +
+	// TopSlack).
+	TopSlack int
+	// Subtract takes the suppressed findings out of st, computed at now
+	// (nil: nothing is suppressed).
+	Subtract func(ctx context.Context, st *store.VulnStats, now time.Time) error
 }
 
 // Refresher recomputes the vulnerability metrics from the store into a
@@ -102,14 +122,34 @@ func (r *Refresher) Refresh(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
 	defer cancel()
 	start, now := time.Now(), r.o.Now()
-	st, err := r.st.VulnStats(ctx, store.VulnStatsQuery{TopLimit: TopLimit, NewSince: now.Add(-NewWindow), Now: now, SLA: r.o.SLA})
+	var sup Suppression
+	if r.o.Suppress != nil {
+		sup = r.o.Suppress()
+	}
+	st, err := r.st.VulnStats(ctx, store.VulnStatsQuery{TopLimit: TopLimit + max(sup.TopSlack, 0), NewSince: now.Add(-NewWindow), Now: now, SLA: r.o.SLA})
+	if err == nil && sup.Subtract != nil {
+		err = sup.Subtract(ctx, st, now)
+	}
 	r.o.Duration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		r.o.Errors.Inc()
 		return err
 	}
+	st.TopVulnerabilities = top(st.TopVulnerabilities, TopLimit)
 	r.col.set(st, r.o.MaxNamespaces, now)
 	return nil
+}
+
+// top is the first limit of vs in the store's order (most images, then
+// the worst) once suppression lowered some counts, without the ids left
+// in no image. The sort is stable: ties keep the store's order, which
+// breaks them by id in the database's collation.
+func top(vs []store.TopVulnerability, limit int) []store.TopVulnerability {
+	vs = slices.DeleteFunc(vs, func(v store.TopVulnerability) bool { return v.Images <= 0 })
+	slices.SortStableFunc(vs, func(a, b store.TopVulnerability) int {
+		return cmp.Or(cmp.Compare(b.Images, a.Images), cmp.Compare(b.Severity, a.Severity))
+	})
+	return vs[:min(len(vs), limit)]
 }
 
 // Run refreshes at once, then every interval and a debounce after each
