@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -74,27 +75,37 @@ func dashboardAndPlugin(ctx context.Context, t *testing.T, _ kubernetes.Interfac
 		}
 	})
 
+	// images -n lists what the namespace runs: results-api learns that from
+	// the operator's inventory, published over NATS a debounce after the
+	// Pods change — and later when NATS came up after the operator (the
+	// reports can be stored first). Wait for it, up to 2 minutes.
 	t.Run("kubectl crowsnest through a port-forward", func(t *testing.T) {
-		out, err := tool(ctx, t, "kubectl-crowsnest", "images", "-n", scanned, "--server", base, "--token", token, "-o", "json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var list struct {
-			Items []struct {
-				Digest string `json:"digest"`
-			} `json:"items"`
-		}
-		if err := json.Unmarshal([]byte(out), &list); err != nil {
-			t.Fatalf("kubectl crowsnest images -o json printed %q: %v", firstLines(out, 5), err)
-		}
-		var got []string
-		for _, s := range list.Items {
-			got = append(got, s.Digest)
-		}
-		for _, want := range []string{w.pause, w.alpine} {
-			if !slices.Contains(got, want) {
-				t.Errorf("kubectl crowsnest images -n %s lists %v, want %s among them", scanned, got, want)
+		start := time.Now()
+		for {
+			out, err := tool(ctx, t, "kubectl-crowsnest", "images", "-n", scanned, "--server", base, "--token", token, "-o", "json")
+			if err != nil {
+				t.Fatal(err)
 			}
+			var list struct {
+				Items []struct {
+					Digest string `json:"digest"`
+				} `json:"items"`
+			}
+			if err := json.Unmarshal([]byte(out), &list); err != nil {
+				t.Fatalf("kubectl crowsnest images -o json printed %q: %v", firstLines(out, 5), err)
+			}
+			var got []string
+			for _, s := range list.Items {
+				got = append(got, s.Digest)
+			}
+			if slices.Contains(got, w.pause) && slices.Contains(got, w.alpine) {
+				t.Logf("kubectl crowsnest images -n %s lists both images (waited %s)", scanned, time.Since(start).Round(100*time.Millisecond))
+				return
+			}
+			if time.Since(start) > 2*time.Minute {
+				t.Fatalf("kubectl crowsnest images -n %s lists %v after 2m, want %s and %s among them", scanned, got, w.pause, w.alpine)
+			}
+			time.Sleep(time.Second)
 		}
 	})
 }
