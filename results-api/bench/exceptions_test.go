@@ -46,16 +46,7 @@ func BenchmarkExceptionQuery(b *testing.B) {
 	if smoke {
 		reports, perReport, exceptions, vexDocs = 500, 5, 100, 50
 	}
-	root, err := support.RepoRoot()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg, stop, err := kubetest.Start(kubetest.WithCRDs(filepath.Join(root, "helm", "crowsnest", "crds")))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = stop() })
-	cfg.QPS, cfg.Burst = 1000, 2000
+	cfg := exceptionAPIServer(b)
 	dc := dynamic.NewForConfigOrDie(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -134,6 +125,24 @@ func BenchmarkExceptionQuery(b *testing.B) {
 	}
 }
 
+// exceptionAPIServer starts a kube-apiserver with the chart's CRDs, stopped
+// at the benchmark's end, and returns a client config allowed to write
+// thousands of objects quickly.
+func exceptionAPIServer(b *testing.B) *rest.Config {
+	b.Helper()
+	root, err := support.RepoRoot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, stop, err := kubetest.Start(kubetest.WithCRDs(filepath.Join(root, "helm", "crowsnest", "crds")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = stop() })
+	cfg.QPS, cfg.Burst = 1000, 2000
+	return cfg
+}
+
 // createExceptions writes n exceptions: 10 cluster-wide ones (one on
 // CVE-2025-00042, packages pkg1–pkg9 only), the others namespaced in
 // ns-0000…ns-0199 on the CVE id of their index; ns-0042 has one on
@@ -183,16 +192,7 @@ func BenchmarkVulnMetricsRefreshExceptions(b *testing.B) {
 	if smoke {
 		reports, perReport, exceptions = 500, 5, 100
 	}
-	root, err := support.RepoRoot()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg, stop, err := kubetest.Start(kubetest.WithCRDs(filepath.Join(root, "helm", "crowsnest", "crds")))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = stop() })
-	cfg.QPS, cfg.Burst = 1000, 2000
+	cfg := exceptionAPIServer(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	createExceptions(ctx, b, cfg, exceptions)
