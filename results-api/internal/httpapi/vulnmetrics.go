@@ -80,7 +80,7 @@ func (s *Server) subtractFleet(ctx context.Context, set *exception.Set, st *stor
 	if err != nil {
 		return err
 	}
-	st.Running, st.RunningKEV = minus(st.Running, running), minus(st.RunningKEV, kev)
+	st.Running, st.RunningKEV = minusCounts(st.Running, running), minusCounts(st.RunningKEV, kev)
 	for i, v := range st.TopVulnerabilities {
 		for _, stays := range active[v.ID] {
 			if !stays {
@@ -110,24 +110,19 @@ func (s *Server) subtractPerNamespace(ctx context.Context, set *exception.Set, s
 	}
 	for i, n := range st.Namespaces {
 		if t := byNamespace[n.Namespace]; t != nil {
-			st.Namespaces[i].Counts, st.Namespaces[i].KEV = minus(n.Counts, t.counts), minus(n.KEV, t.kevCounts)
+			st.Namespaces[i].Counts, st.Namespaces[i].KEV = minusCounts(n.Counts, t.counts), minusCounts(n.KEV, t.kevCounts)
 		}
 	}
 	for i, o := range st.Overdue {
 		if t := byNamespace[o.Namespace]; t != nil {
-			st.Overdue[i].Counts, st.Overdue[i].KEV = minus(o.Counts, t.overdueCounts), o.KEV-t.overdueKEV
+			st.Overdue[i].Counts, st.Overdue[i].KEV = minusCounts(o.Counts, t.overdueCounts), o.KEV-t.overdueKEV
 		}
 	}
 	return nil
 }
 
-// plus and minus add and subtract counts severity by severity.
+// plus adds counts severity by severity (minusCounts subtracts).
 func plus(a, b report.Counts) report.Counts {
 	return report.Counts{Critical: a.Critical + b.Critical, High: a.High + b.High, Medium: a.Medium + b.Medium,
 		Low: a.Low + b.Low, Negligible: a.Negligible + b.Negligible, Unknown: a.Unknown + b.Unknown}
-}
-
-func minus(a, b report.Counts) report.Counts {
-	return report.Counts{Critical: a.Critical - b.Critical, High: a.High - b.High, Medium: a.Medium - b.Medium,
-		Low: a.Low - b.Low, Negligible: a.Negligible - b.Negligible, Unknown: a.Unknown - b.Unknown}
 }
