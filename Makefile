@@ -132,9 +132,13 @@ build-nats: ## Build bin/nats-server from github.com/nats-io/nats-server/v2 at N
 # quick unit suites (small dependency trees), then the lint, then the slow
 # suites. .ci/run runs make verify before it and make e2e after it.
 TEST_FAST := test-ci test-api test-operator-api test-uploader test-tools
+# TEST_LINT is the lint make test runs after the quick suites. .ci/run sets
+# it empty and runs make lint itself, in the background at the lowest CPU
+# priority while the suites and the end-to-end tests wait on their systems.
+TEST_LINT ?= lint
 
 .PHONY: test
-test: $(TEST_FAST) lint test-support test-operator test-results-api test-matcher test-notifier test-kubectl-plugin test-chart test-web test-images bench-smoke ## Every suite, the lint and every benchmark once: quick unit suites first, then lint, then the slow suites (CI runs make verify, this, then make e2e).
+test: $(TEST_FAST) $(TEST_LINT) test-support test-operator test-results-api test-matcher test-notifier test-kubectl-plugin test-chart test-web test-images bench-smoke ## Every suite, the lint and every benchmark once: quick unit suites first, then lint, then the slow suites (CI runs make verify, this, then make e2e).
 
 .PHONY: test-fast
 test-fast: $(TEST_FAST) ## Only the quick unit suites (make test runs them first).
@@ -205,8 +209,11 @@ MATCHER_EXACTNESS := ^(TestMatchMemoSameOutput|TestSkipProperty|TestMatchCacheBo
 test-matcher: GO_TEST_FLAGS := -count=1 -race -timeout=20m -skip '$(MATCHER_EXACTNESS)'
 test-matcher: test-matcher-exactness
 .PHONY: test-matcher-exactness
+# Built with the binaries' flags (CGO_ENABLED=0 -trimpath), so that Grype's
+# tree compiles for them as for bin/matcher and lint-matcher, not in a third
+# flavour of its own (the -race suite is the second).
 test-matcher-exactness: pg-install tool-grype tool-gotestsum ## The matcher's single-goroutine exactness tests, without the race detector (make test-matcher runs them first).
-	$(timed) $(call gotest,matcher-exactness,matcher,$(suite_env_matcher),-count=1 -timeout=20m -run '$(MATCHER_EXACTNESS)' ./internal/rematch/)
+	$(timed) $(call gotest,matcher-exactness,matcher,$(suite_env_matcher) CGO_ENABLED=0 GOFLAGS="$${GOFLAGS:-} -trimpath",-count=1 -timeout=20m -run '$(MATCHER_EXACTNESS)' ./internal/rematch/)
 test-matcher: pg-install tool-grype ## matcher tests: real Grype library on DBs written with Grype's writer, Grype's own DB client, a real results-api, byte for byte against the Grype CLI (bin/grype).
 test-notifier: ## notifier tests: real JetStream with the contract's users, real HTTP receivers, a real Alertmanager built from its module, a SIGKILLed child notifier.
 test-kubectl-plugin: kube-assets pg-install ## kubectl-crowsnest: unit tests and krew manifest, then every command against a real kube-apiserver and results-api (Postgres, JetStream).
@@ -265,6 +272,20 @@ e2e-chart: stack-deps tool-gotestsum tool-helm tool-tilt build-kubectl-plugin we
 	hack/tools.sh kube-router
 	hack/deps.sh chromium
 	$(timed) $(call gotest,e2e-chart,$(E2E_MODULE),CROWSNEST_E2E_CHART=1,-count=1 -race -p 1 -timeout=40m -v $(E2E_CHART_RUN) ./e2echart/)
+
+# prebuild-e2e compiles what make e2e builds into Go's build cache only: the
+# components' and the stack's dependencies outside their own modules (no file
+# in bin/, and no file a suite may be rewriting meanwhile, like the dashboard
+# results-api embeds), the stack module's test binaries with -race, and the
+# stack's tools (each locked per cache entry). .ci/run runs it in the
+# background during make test and waits for it before make e2e, whose own
+# builds then find their dependencies compiled.
+.PHONY: prebuild-e2e
+prebuild-e2e: kube-assets ## Compile the end-to-end suites' binaries and tools ahead, into the build caches only (CI runs it in the background).
+	hack/tools.sh kwok nats-server grype coredns gotestsum
+	for m in $(COMPONENT_IMAGES) kubectl-crowsnest test/stack; do (cd $$m && echo "prebuild $$m" && \
+	  GOWORK=off CGO_ENABLED=0 go build -trimpath -o /dev/null $$(GOWORK=off CGO_ENABLED=0 go list -deps -f '{{if not .Standard}}{{if not .Module.Main}}{{.ImportPath}}{{end}}{{end}}' ./...)); done
+	cd $(E2E_MODULE) && GOWORK=off go test -race -count=1 -exec /bin/true ./... >/dev/null
 
 .PHONY: bench-e2e
 bench-e2e: stack-deps ## Scale benchmark on the local stack (1,000 Pods, 300 digests, 10 namespaces); numbers go to docs/benchmarks.md.
