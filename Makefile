@@ -287,6 +287,13 @@ prebuild-e2e: kube-assets ## Compile the end-to-end suites' binaries and tools a
 	  GOWORK=off CGO_ENABLED=0 go build -trimpath -o /dev/null $$(GOWORK=off CGO_ENABLED=0 go list -deps -f '{{if not .Standard}}{{if not .Module.Main}}{{.ImportPath}}{{end}}{{end}}' ./...)); done
 	cd $(E2E_MODULE) && GOWORK=off go test -race -count=1 -exec /bin/true ./... >/dev/null
 
+.PHONY: bench-rematch-e2e
+BENCH_REMATCH_IMAGES ?= 1000
+bench-rematch-e2e: stack-deps tool-gotestsum ## A DB update reaching a fleet end to end on the local stack: BENCH_REMATCH_IMAGES (1,000) running images with stored reports, a full and a daily re-match, findings.changed and the notifier's webhook for every affected image (report: dist/bench-rematch-e2e.md).
+	mkdir -p dist
+	cd test/stack && CROWSNEST_BENCH_REMATCH=$(BENCH_REMATCH_IMAGES) CROWSNEST_BENCH_OUT=$(ROOT)/dist/bench-rematch-e2e.md \
+	  GOWORK=off go test -count=1 -timeout=75m -run '^TestBenchRematchFleet$$' -v ./e2e/
+
 .PHONY: bench-e2e
 bench-e2e: stack-deps ## Scale benchmark on the local stack (1,000 Pods, 300 digests, 10 namespaces); numbers go to docs/benchmarks.md.
 	mkdir -p dist

@@ -85,15 +85,20 @@ func (s *Stack) startMatcher(ctx, bg context.Context) error {
 // UpdateDB writes a newer offline DB with every advisory (DemoAdvisories
 // included) and imports it into the running matcher through its admin API;
 // the matcher then re-matches every stored report.
-func (s *Stack) UpdateDB(ctx context.Context) error {
+func (s *Stack) UpdateDB(ctx context.Context) error { return s.ImportDB(ctx, nil) }
+
+// ImportDB writes a newer offline DB without the advisories in exclude (ids
+// or CVE aliases) and imports it into the running matcher through its admin
+// API; the matcher then re-matches every stored report.
+func (s *Stack) ImportDB(ctx context.Context, exclude []string) error {
 	dir, err := os.MkdirTemp(filepath.Join(s.Options.StateDir, "matcher"), "db-update-")
 	if err != nil {
 		return err
 	}
-	archive, err := services.WriteDBArchive(ctx, s.Options.Bin.Vulndb, dir, time.Now(), nil)
+	archive, err := services.WriteDBArchive(ctx, s.Options.Bin.Vulndb, dir, time.Now(), exclude)
 	if err != nil {
 		return err
 	}
-	s.Log.Info("importing a newer Grype DB into the matcher", "archive", filepath.Base(archive))
+	s.Log.Info("importing a newer Grype DB into the matcher", "archive", filepath.Base(archive), "without", exclude)
 	return s.Matcher.Import(ctx, archive)
 }
