@@ -277,12 +277,15 @@ e2e-chart: stack-deps tool-gotestsum tool-helm tool-tilt build-kubectl-plugin we
 # components' and the stack's dependencies outside their own modules (no file
 # in bin/, and no file a suite may be rewriting meanwhile, like the dashboard
 # results-api embeds), the stack module's test binaries with -race, and the
-# stack's tools (each locked per cache entry). .ci/run runs it in the
-# background during make test and waits for it before make e2e, whose own
-# builds then find their dependencies compiled.
+# stack's tools that make test does not use (kwok, CoreDNS). Not the tools
+# make test builds too (kube-apiserver, Grype, nats-server, gotestsum): each
+# is built under a lock, and a suite waiting on a lock held by a build at
+# the lowest priority would wait for it at that priority. .ci/run runs it in
+# the background during make test and waits for it before make e2e, whose
+# own builds then find their dependencies compiled.
 .PHONY: prebuild-e2e
-prebuild-e2e: kube-assets ## Compile the end-to-end suites' binaries and tools ahead, into the build caches only (CI runs it in the background).
-	hack/tools.sh kwok nats-server grype coredns gotestsum
+prebuild-e2e: ## Compile the end-to-end suites' binaries and tools ahead, into the build caches only (CI runs it in the background).
+	hack/tools.sh kwok coredns
 	for m in $(COMPONENT_IMAGES) kubectl-crowsnest test/stack; do (cd $$m && echo "prebuild $$m" && \
 	  GOWORK=off CGO_ENABLED=0 go build -trimpath -o /dev/null $$(GOWORK=off CGO_ENABLED=0 go list -deps -f '{{if not .Standard}}{{if not .Module.Main}}{{.ImportPath}}{{end}}{{end}}' ./...)); done
 	cd $(E2E_MODULE) && GOWORK=off go test -race -count=1 -exec /bin/true ./... >/dev/null
