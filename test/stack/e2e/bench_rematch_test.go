@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -341,27 +339,8 @@ func (v *inventory) has(ns, digest string) bool {
 // start with the reader user, as the notifier does.
 func subscribeInventory(t *testing.T) *inventory {
 	t.Helper()
-	nc, err := nats.Connect(shared.NATS.URL(), nats.UserInfo(string(eventsv1.UserReader), shared.NATS.Password(eventsv1.UserReader)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	stream, err := js.Stream(ctx, eventsv1.StreamName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{eventsv1.SubjectInventorySnapshot}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	v := &inventory{ns: map[string]map[string]bool{}}
-	cc, err := cons.Consume(func(m jetstream.Msg) {
+	consumeStream(t, shared.NATS.URL(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{eventsv1.SubjectInventorySnapshot}}, func(m jetstream.Msg) {
 		ev, err := eventsv1.Parse(m.Subject(), m.Data(), time.Now(), time.Minute)
 		if err != nil {
 			t.Errorf("invalid inventory.snapshot: %v", err)
@@ -380,9 +359,5 @@ func subscribeInventory(t *testing.T) *inventory {
 		v.ns[s.Namespace] = set
 		v.mu.Unlock()
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cc.Stop)
 	return v
 }

@@ -75,10 +75,10 @@ func kinds(es []seen) string {
 	return strings.Join(k, " → ")
 }
 
-// subscribeNATS reads the CROWSNEST stream from its start with an ordered
-// consumer: an independent subscriber with the read-only reader user, as
-// any other tool would be.
-func subscribeNATS(t *testing.T, url string) *recorder {
+// consumeStream reads the CROWSNEST stream with an ordered consumer (cfg:
+// its subjects and where to start) as the read-only reader user, as any
+// other tool would, and calls handle for each message until the test ends.
+func consumeStream(t *testing.T, url string, cfg jetstream.OrderedConsumerConfig, handle func(jetstream.Msg)) {
 	t.Helper()
 	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(200*time.Millisecond),
 		nats.UserInfo(string(eventsv1.UserReader), shared.NATS.Password(eventsv1.UserReader)),
@@ -103,12 +103,22 @@ func subscribeNATS(t *testing.T, url string) *recorder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{eventsv1.StreamSubjects}})
+	cons, err := stream.OrderedConsumer(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cc, err := cons.Consume(handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cc.Stop)
+}
+
+// subscribeNATS records every event of the CROWSNEST stream from its start.
+func subscribeNATS(t *testing.T, url string) *recorder {
+	t.Helper()
 	r := &recorder{}
-	cc, err := cons.Consume(func(m jetstream.Msg) {
+	consumeStream(t, url, jetstream.OrderedConsumerConfig{FilterSubjects: []string{eventsv1.StreamSubjects}}, func(m jetstream.Msg) {
 		var ev eventsv1.Event
 		if err := json.Unmarshal(m.Data(), &ev); err != nil {
 			t.Errorf("undecodable event on %s: %v", m.Subject(), err)
@@ -119,10 +129,6 @@ func subscribeNATS(t *testing.T, url string) *recorder {
 		r.add(seen{Kind: strings.TrimPrefix(m.Subject(), "crowsnest."), ID: ev.ID, Digest: p.Digest,
 			Outcome: p.Outcome, Reason: p.Reason, Message: p.Message, At: time.Now()})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cc.Stop)
 	return r
 }
 

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -120,28 +119,9 @@ func TestMatcherServesScansAndRematches(t *testing.T) {
 // read with the reader user like any other tool.
 func subscribeRematchDone(t *testing.T) <-chan eventsv1.RematchDone {
 	t.Helper()
-	nc, err := nats.Connect(shared.NATS.URL(), nats.UserInfo(string(eventsv1.UserReader), shared.NATS.Password(eventsv1.UserReader)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	stream, err := js.Stream(ctx, eventsv1.StreamName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{eventsv1.SubjectRematchDone}, DeliverPolicy: jetstream.DeliverNewPolicy})
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := make(chan eventsv1.RematchDone, 4)
-	cc, err := cons.Consume(func(m jetstream.Msg) {
+	consumeStream(t, shared.NATS.URL(), jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{eventsv1.SubjectRematchDone}, DeliverPolicy: jetstream.DeliverNewPolicy}, func(m jetstream.Msg) {
 		ev, err := eventsv1.Parse(m.Subject(), m.Data(), time.Now(), time.Minute)
 		if err != nil {
 			t.Errorf("invalid rematch.done: %v", err)
@@ -157,10 +137,6 @@ func subscribeRematchDone(t *testing.T) <-chan eventsv1.RematchDone {
 		default:
 		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cc.Stop)
 	return out
 }
 
