@@ -127,6 +127,7 @@ func (s podSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInter
 	go s.scanners.run(ctx, q)
 	return s.pods.OnChange(func(namespace string) {
 		for _, req := range s.scanners.requests(ctx, namespace, watchPods) {
+			debugEnqueues.WithLabelValues("pods").Inc()
 			q.Add(req)
 		}
 	})

@@ -95,9 +95,16 @@ type Reconciler struct {
 	// wakeups carries the reconciles of Scanners the budget gives a free
 	// slot to.
 	wakeups chan event.GenericEvent
+	// stuckChecks time the looks at running Jobs that could be stuck.
+	stuckChecks *stuckChecks
 	// namespaces turns a namespace into reconciles of its Scanners (the
 	// Pod and peer-Job watches), retrying failed lists.
 	namespaces *namespaceScanners
+
+	// retired are the UIDs of Jobs a Scanner deleted with nothing waiting
+	// for them to go: their deletion is not a reconcile of it
+	// (ownJobChanged).
+	retired sync.Map
 
 	// scanners are the Scanners reconciled so far (not yet gone), counted
 	// for peerDelay.
@@ -151,6 +158,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		out.reconcileErr = retErr
 		setStatus(&s, out)
 		setGauges(&s)
+		switch {
+		case len(out.plan.create) > 0:
+			debugEffects.WithLabelValues("created").Inc()
+		case !equality.Semantic.DeepEqual(before.Status, s.Status):
+			debugEffects.WithLabelValues("status").Inc()
+		default:
+			debugEffects.WithLabelValues("none").Inc()
+		}
 		if err := r.patchStatus(ctx, before, &s); err != nil {
 			retErr = errors.Join(retErr, err)
 		}

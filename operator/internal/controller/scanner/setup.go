@@ -158,6 +158,7 @@ func newReconciler(mgr ctrl.Manager, deps Deps) *Reconciler {
 	}
 	r.platforms = platforms{reader: mgr.GetAPIReader(), now: r.Now}
 	r.namespaces = newNamespaceScanners(r.Client)
+	r.stuckChecks = newStuckChecks(mgr.GetClient())
 	r.wakeups = make(chan event.GenericEvent, 1024)
 	r.budget = scanbudget.New(r.Now, deps.Options.MaxConcurrentScans, deps.Options.RescansPerMinute, r.wake)
 	return r
@@ -169,6 +170,7 @@ func newReconciler(mgr ctrl.Manager, deps Deps) *Reconciler {
 func (r *Reconciler) wake(key types.NamespacedName) {
 	s := &crowsnestv1alpha1.Scanner{}
 	s.Namespace, s.Name = key.Namespace, key.Name
+	debugEnqueues.WithLabelValues("wake").Inc()
 	select {
 	case r.wakeups <- event.GenericEvent{Object: s}:
 	default:
@@ -181,18 +183,19 @@ func (r *Reconciler) wake(key types.NamespacedName) {
 // namespace. The scan Pods' own progress shows in their Jobs' status.
 func (r *Reconciler) setupWithManager(mgr ctrl.Manager, workers int) error {
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&crowsnestv1alpha1.Scanner{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicates.RequestedAtChanged))).
-		Owns(&batchv1.Job{}, builder.WithPredicates(jobChanged)).
+		For(&crowsnestv1alpha1.Scanner{}, builder.WithPredicates(countPred("scanner", predicate.Or(predicate.GenerationChangedPredicate{}, predicates.RequestedAtChanged)))).
+		Owns(&batchv1.Job{}, builder.WithPredicates(countPred("own", r.ownJobChanged()))).
 		WatchesRawSource(podSource{pods: r.pods, scanners: r.namespaces}).
 		// Other Scanners that see the digest: a Job's start, progress, end
 		// and deletion change only their counts (coalesced, enqueue.StatusDelay); a
 		// recorded failure may be theirs to retry at once.
-		Watches(&batchv1.Job{}, enqueue.After(r.peerDelay, r.scannersOfDigest), builder.WithPredicates(predicate.Or[client.Object](jobChanged, outcomeRecorded))).
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.scannersOfDigest), builder.WithPredicates(failureRecorded))
+		Watches(&batchv1.Job{}, enqueue.After(r.peerDelay, r.scannersOfDigest), builder.WithPredicates(countPred("peerev", predicate.Or[client.Object](phaseChanged, outcomeRecorded)))).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.scannersOfDigest), builder.WithPredicates(countPred("failure", failureRecorded)))
 	if r.rescans != nil {
 		b = b.WatchesRawSource(source.Channel(r.rescans, &handler.EnqueueRequestForObject{}))
 	}
-	b = b.WatchesRawSource(source.Channel(r.wakeups, &handler.EnqueueRequestForObject{}))
+	b = b.WatchesRawSource(source.Channel(r.wakeups, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(r.stuckChecks)
 	return b.WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
 		Named("scanner").
 		Complete(r)
@@ -218,6 +221,7 @@ func (r *Reconciler) scannersOfDigest(ctx context.Context, obj client.Object) []
 		seen[ns] = true
 		reqs = append(reqs, r.namespaces.requests(ctx, ns, watchJobs)...)
 	}
+	debugEnqueues.WithLabelValues("peer-requests").Add(float64(len(reqs)))
 	return reqs
 }
 
@@ -263,14 +267,36 @@ var failureRecorded = predicate.Funcs{
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
-// jobChanged ignores the operator's own annotation patches.
-var jobChanged = predicate.Funcs{
+// phaseChanged passes the change of a scan Job that anyone acts on: its
+// phase (running, succeeded, failed; jobOutcome) or its deletion. The rest
+// of a Job's status (active, ready, the Pods' counts) moves several times
+// per scan in a real cluster and changes no decision; the operator's own
+// annotation and finalizer patches do not pass either.
+var phaseChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*batchv1.Job)
 		n, ok2 := e.ObjectNew.(*batchv1.Job)
 		if !ok1 || !ok2 {
 			return true
 		}
-		return !equality.Semantic.DeepEqual(o.Status, n.Status) || !equality.Semantic.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp)
+		return jobOutcome(o, nil).phase != jobOutcome(n, nil).phase || !equality.Semantic.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp)
 	},
+}
+
+// ownJobChanged passes what a Scanner needs to hear of its own Jobs: a
+// phase change or deletion (phaseChanged), and a Job's going unless the
+// Scanner deleted it itself with nothing waiting for it to go (retired).
+// Not a Job's creation: the Scanner created it, its claim in the budget
+// covers the moment the cache does not show it yet, and its stuck check is
+// timed then (stuckChecks); on a start every Scanner is reconciled anyway.
+// Each of those was a reconcile per Job that decided nothing.
+func (r *Reconciler) ownJobChanged() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: phaseChanged.UpdateFunc,
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			_, expected := r.retired.LoadAndDelete(e.Object.GetUID())
+			return !expected
+		},
+	}
 }
