@@ -110,6 +110,9 @@ type Reconciler struct {
 	// for peerDelay.
 	scanners     sync.Map
 	scannerCount atomic.Int64
+	// waiting counts each Scanner's images waiting for a scan, for how
+	// soon its peers' Jobs wake it (peers.go).
+	waiting waitingCounts
 
 	mu             sync.Mutex
 	lookupFailures map[types.NamespacedName]int
@@ -135,6 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 				r.scannerCount.Add(-1)
 			}
 			r.lookupFailed(req.NamespacedName, false)
+			r.waiting.forget(req.NamespacedName)
 			r.stall(req.NamespacedName, nil, "")
 			r.budget.Forget(req.NamespacedName)
 			deleteGauges(req.Namespace, req.Name)
@@ -191,6 +195,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, nil
 	}
 	r.stall(req.NamespacedName, &s, "")
+	r.waiting.set(req.NamespacedName, out.plan.queued+out.plan.scanning)
 	return r.requeue(ctx, req.NamespacedName, out), nil
 }
 

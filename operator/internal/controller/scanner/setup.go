@@ -189,7 +189,7 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, workers int) error {
 		// Other Scanners that see the digest: a Job's start, progress, end
 		// and deletion change only their counts (coalesced, enqueue.StatusDelay); a
 		// recorded failure may be theirs to retry at once.
-		Watches(&batchv1.Job{}, enqueue.After(r.peerDelay, r.scannersOfDigest), builder.WithPredicates(countPred("peerev", predicate.Or[client.Object](phaseChanged, outcomeRecorded)))).
+		Watches(&batchv1.Job{}, peerHandler(r.scannersOfDigest, &r.waiting, r.peerDelay, enqueue.StatusDelay), builder.WithPredicates(countPred("peerev", predicate.Or[client.Object](phaseChanged, outcomeRecorded)))).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.scannersOfDigest), builder.WithPredicates(countPred("failure", failureRecorded)))
 	if r.rescans != nil {
 		b = b.WatchesRawSource(source.Channel(r.rescans, &handler.EnqueueRequestForObject{}))
@@ -219,28 +219,15 @@ func (r *Reconciler) scannersOfDigest(ctx context.Context, obj client.Object) []
 			continue
 		}
 		seen[ns] = true
-		reqs = append(reqs, r.namespaces.requests(ctx, ns, watchJobs)...)
+		for _, req := range r.namespaces.requests(ctx, ns, watchJobs) {
+			if req.Namespace == obj.GetNamespace() && req.Name == obj.GetLabels()[scanjob.LabelScanner] {
+				continue // its own Scanner (ownJobChanged)
+			}
+			reqs = append(reqs, req)
+		}
 	}
 	debugEnqueues.WithLabelValues("peer-requests").Add(float64(len(reqs)))
 	return reqs
-}
-
-// peerWakeupsPerSecond bounds, cluster-wide, how many Scanners per second
-// wake for other Scanners' Jobs: each such reconcile writes its status when
-// its counts changed, and with a ClusterScanner over 2,000 namespaces a
-// fixed 5 s would be 400 status writes a second for the API server while a
-// wave of scans runs. maxPeerDelay caps the resulting staleness of counts.
-const (
-	peerWakeupsPerSecond = 40
-	maxPeerDelay         = time.Minute
-)
-
-// peerDelay is how long a Scanner may take to hear of another Scanner's
-// Job: enqueue.StatusDelay, or longer when there are more Scanners than
-// peerWakeupsPerSecond × enqueue.StatusDelay (50 s at 2,000).
-func (r *Reconciler) peerDelay() time.Duration {
-	n := time.Duration(r.scannerCount.Load())
-	return min(max(enqueue.StatusDelay, n*time.Second/peerWakeupsPerSecond), maxPeerDelay)
 }
 
 // outcomeRecorded passes the patch that records a scan Job's outcome: the
