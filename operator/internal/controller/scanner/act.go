@@ -121,7 +121,6 @@ func (r *Reconciler) recordOutcome(ctx context.Context, s *crowsnestv1alpha1.Sca
 		return nil
 	}
 	set := map[string]string{}
-	debugEffects.WithLabelValues("recorded-outcome").Inc()
 	if j.result.phase == jobSucceeded {
 		set[scanjob.AnnotationOutcome] = string(eventsv1.OutcomeSucceeded)
 		r.Recorder.Eventf(s, j.job, corev1.EventTypeNormal, EventScanSucceeded, "Scan", "scanned %s (attempt %d)", j.image, j.attempt)

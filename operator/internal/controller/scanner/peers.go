@@ -102,7 +102,9 @@ func peerHandler(peers handler.MapFunc, waiting *waitingCounts, delay func() tim
 			return
 		}
 		d := delay()
-		for _, req := range peers(ctx, obj) {
+		reqs := peers(ctx, obj)
+		scannerWakeups.WithLabelValues(wakeupPeerJob).Add(float64(len(reqs)))
+		for _, req := range reqs {
 			due := d
 			if ended && waiting.ended(req.NamespacedName) {
 				due = min(d, settled)

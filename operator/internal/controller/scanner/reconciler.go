@@ -162,14 +162,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		out.reconcileErr = retErr
 		setStatus(&s, out)
 		setGauges(&s)
-		switch {
-		case len(out.plan.create) > 0:
-			debugEffects.WithLabelValues("created").Inc()
-		case !equality.Semantic.DeepEqual(before.Status, s.Status):
-			debugEffects.WithLabelValues("status").Inc()
-		default:
-			debugEffects.WithLabelValues("none").Inc()
-		}
 		if err := r.patchStatus(ctx, before, &s); err != nil {
 			retErr = errors.Join(retErr, err)
 		}

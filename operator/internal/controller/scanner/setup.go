@@ -170,7 +170,7 @@ func newReconciler(mgr ctrl.Manager, deps Deps) *Reconciler {
 func (r *Reconciler) wake(key types.NamespacedName) {
 	s := &crowsnestv1alpha1.Scanner{}
 	s.Namespace, s.Name = key.Namespace, key.Name
-	debugEnqueues.WithLabelValues("wake").Inc()
+	scannerWakeups.WithLabelValues(wakeupBudget).Inc()
 	select {
 	case r.wakeups <- event.GenericEvent{Object: s}:
 	default:
@@ -183,14 +183,14 @@ func (r *Reconciler) wake(key types.NamespacedName) {
 // namespace. The scan Pods' own progress shows in their Jobs' status.
 func (r *Reconciler) setupWithManager(mgr ctrl.Manager, workers int) error {
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&crowsnestv1alpha1.Scanner{}, builder.WithPredicates(countPred("scanner", predicate.Or(predicate.GenerationChangedPredicate{}, predicates.RequestedAtChanged)))).
-		Owns(&batchv1.Job{}, builder.WithPredicates(countPred("own", r.ownJobChanged()))).
+		For(&crowsnestv1alpha1.Scanner{}, builder.WithPredicates(counted(wakeupSpec, predicate.Or(predicate.GenerationChangedPredicate{}, predicates.RequestedAtChanged)))).
+		Owns(&batchv1.Job{}, builder.WithPredicates(counted(wakeupOwnJob, r.ownJobChanged()))).
 		WatchesRawSource(podSource{pods: r.pods, scanners: r.namespaces}).
 		// Other Scanners that see the digest: a Job's start, progress, end
 		// and deletion change only their counts (coalesced, enqueue.StatusDelay); a
 		// recorded failure may be theirs to retry at once.
-		Watches(&batchv1.Job{}, peerHandler(r.scannersOfDigest, &r.waiting, r.peerDelay, enqueue.StatusDelay), builder.WithPredicates(countPred("peerev", predicate.Or[client.Object](phaseChanged, outcomeRecorded)))).
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.scannersOfDigest), builder.WithPredicates(countPred("failure", failureRecorded)))
+		Watches(&batchv1.Job{}, peerHandler(r.scannersOfDigest, &r.waiting, r.peerDelay, enqueue.StatusDelay), builder.WithPredicates(predicate.Or[client.Object](phaseChanged, outcomeRecorded))).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(countedMap(wakeupPeerFailed, r.scannersOfDigest)), builder.WithPredicates(failureRecorded))
 	if r.rescans != nil {
 		b = b.WatchesRawSource(source.Channel(r.rescans, &handler.EnqueueRequestForObject{}))
 	}
@@ -226,7 +226,6 @@ func (r *Reconciler) scannersOfDigest(ctx context.Context, obj client.Object) []
 			reqs = append(reqs, req)
 		}
 	}
-	debugEnqueues.WithLabelValues("peer-requests").Add(float64(len(reqs)))
 	return reqs
 }
 

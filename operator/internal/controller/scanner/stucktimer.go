@@ -54,6 +54,7 @@ func (c *stuckChecks) Start(ctx context.Context, q workqueue.TypedRateLimitingIn
 			}
 			if req, ok := c.due(ctx, key); ok {
 				timedRequeues.WithLabelValues("stuck").Inc()
+				scannerWakeups.WithLabelValues(wakeupStuck).Inc()
 				q.Add(req)
 			}
 			c.queue.Done(key)
