@@ -114,7 +114,8 @@ func peerHandler(peers handler.MapFunc, waiting *waitingCounts, delay func() tim
 	}
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, e.Object, false, q)
+			// A Job first seen ended (a late watch, a relist) ended too.
+			add(ctx, e.Object, e.Object != nil && !runningJob(e.Object), q)
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			add(ctx, e.ObjectNew, jobEnded(e.ObjectOld, e.ObjectNew), q)

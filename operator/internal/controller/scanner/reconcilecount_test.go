@@ -23,12 +23,10 @@ import (
 // TestOwnJobsCostOneReconcileEach: a Scanner hears of its own scan Jobs
 // when they end, not when it creates them, not when it deletes them after
 // recording their outcome (nothing waits for them to go), and not through
-// the watch that tells the other Scanners of the digest; a stuck check
-// timed at a Job's creation reconciles nothing once the Job has ended.
-// n Jobs that end one after the other cost one reconcile each besides the
-// first ones, and the status ends right. (Before: a reconcile for each
-// Job's creation, end and deletion, one more from the peer watch's window
-// and one from the stuck check's timed requeue: 12 for 5 Jobs here.)
+// the watch that tells the other Scanners of the digest. Once its Jobs run,
+// n Jobs that end one after the other cost one reconcile each, and the
+// status ends right. (Before: the end, the deletion and the peer watch's
+// window: 10 or more for 5 Jobs.)
 func TestOwnJobsCostOneReconcileEach(t *testing.T) {
 	api := resultsapitest.Start(t)
 	ns := newNamespace(t)
@@ -37,22 +35,25 @@ func TestOwnJobsCostOneReconcileEach(t *testing.T) {
 		runPod(t, ns, fmt.Sprintf("app-%d", i), nil, "ghcr.io/org/app@"+testDigest(0x700+i))
 	}
 	newScanner(t, ns, func(s *crowsnestv1alpha1.ScannerSpec) { s.MaxConcurrentScans = 10 })
-	opts := testOptions()
-	opts.StuckGrace = 15 * time.Second
-	before := counterSum(t, "controller_runtime_reconcile_total")
-	started := time.Now()
-	startOperator(t, ns, api.URL, "", opts)
+	startOperator(t, ns, api.URL, "", testOptions())
 
-	eventually(t, 20*time.Second, "a scan Job per digest", func() error {
+	eventually(t, 30*time.Second, "a scan Job per digest, counted as scanning", func() error {
 		if got := len(scanJobs(t, ns)); got != n {
 			return fmt.Errorf("%d scan Jobs, want %d", got, n)
 		}
+		if st := getScanner(t, ns).Status; st.Scanning != n {
+			return fmt.Errorf("scanning %d, want %d", st.Scanning, n)
+		}
 		return nil
 	})
+	// Past what the creation itself may still bring (the peer watch's
+	// window, enqueue.StatusDelay, on the old code).
+	time.Sleep(6 * time.Second)
+	before := counterSum(t, "controller_runtime_reconcile_total")
 	for _, job := range scanJobs(t, ns) {
 		putReport(t, api, job.Annotations[scanjob.AnnotationDigest])
 		finishJob(t, &job, true, nil, nil)
-		eventually(t, 10*time.Second, "the finished Job recorded and deleted", func() error {
+		eventually(t, 20*time.Second, "the finished Job recorded and deleted", func() error {
 			err := k8s.Get(context.Background(), client.ObjectKeyFromObject(&job), &batchv1.Job{})
 			if apierrors.IsNotFound(err) {
 				return nil
@@ -60,23 +61,56 @@ func TestOwnJobsCostOneReconcileEach(t *testing.T) {
 			return fmt.Errorf("job %s still there (%v)", job.Name, err)
 		})
 	}
-	eventually(t, 10*time.Second, "status: all scanned", func() error {
+	eventually(t, 20*time.Second, "status: all scanned", func() error {
 		st := getScanner(t, ns).Status
 		if st.Images != n || st.Scanned != n || st.Scanning != 0 || st.Queued != 0 {
 			return fmt.Errorf("images %d scanned %d scanning %d queued %d", st.Images, st.Scanned, st.Scanning, st.Queued)
 		}
 		return nil
 	})
-	// Past the stuck checks timed at the Jobs' creation (grace + 1 s) and
-	// the peer watch's window (enqueue.StatusDelay).
-	time.Sleep(time.Until(started.Add(opts.StuckGrace + 3*time.Second)))
+	// Past the peer watch's window (enqueue.StatusDelay) after the last end.
+	time.Sleep(6 * time.Second)
 	got := counterSum(t, "controller_runtime_reconcile_total") - before
-	// The first reconcile (the Scanner's and its Pods' first events may
-	// make it two) and one per Job's end.
-	if limit := 2 + n; got > float64(limit) {
-		t.Errorf("%v reconciles for %d Jobs, want at most %d", got, n, limit)
+	if limit := n + 1; got > float64(limit) {
+		t.Errorf("%v reconciles for %d Jobs' ends, want at most %d", got, n, limit)
 	}
-	t.Logf("%v reconciles for %d Jobs", got, n)
+	t.Logf("%v reconciles for %d Jobs' ends", got, n)
+}
+
+// TestStuckCheckOnlyForRunningJobs: a stuck check that falls due wakes the
+// Scanner of a Job that still runs, and nothing for a Job that has ended or
+// gone: the check is keyed by the Job, so a Job that ended long before its
+// grace ran out costs no reconcile then.
+func TestStuckCheckOnlyForRunningJobs(t *testing.T) {
+	f := newStuckFixture(t, 0)
+	ctx := context.Background()
+	checks := newStuckChecks(k8s)
+	key := client.ObjectKeyFromObject(f.job)
+	req, ok := checks.due(ctx, key)
+	if want := (reconcile.Request{NamespacedName: types.NamespacedName{Namespace: f.s.Namespace, Name: f.s.Name}}); !ok || req != want {
+		t.Fatalf("running Job: %v %v, want a reconcile of %v", req, ok, want)
+	}
+	finishJob(t, f.job, true, nil, nil)
+	if req, ok := checks.due(ctx, key); ok {
+		t.Errorf("finished Job: a reconcile of %v", req)
+	}
+	deleteAsTTL(t, f.job)
+	if err := k8s.Get(ctx, key, f.job); err != nil {
+		t.Fatal(err)
+	}
+	f.job.Finalizers = nil // no operator here to release it
+	if err := k8s.Update(ctx, f.job); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the Job gone", func() error {
+		if err := k8s.Get(ctx, key, &batchv1.Job{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	})
+	if req, ok := checks.due(ctx, key); ok {
+		t.Errorf("deleted Job: a reconcile of %v", req)
+	}
 }
 
 // TestPeerStatusRightAfterPeerJobs: a Scanner whose digests another
@@ -176,3 +210,44 @@ func TestPeerEndsCoalesce(t *testing.T) {
 		t.Error("jobEnded: only a running Job's end or deletion is an end")
 	}
 }
+
+// TestOwnJobPredicate: what of its own Jobs reconciles a Scanner: a
+// creation only when the cache first shows the Job already ended (a late
+// watch event); a phase change or deletion, not another status change or
+// an annotation; a deletion unless the Scanner retired the Job itself.
+func TestOwnJobPredicate(t *testing.T) {
+	r := &Reconciler{}
+	p := r.ownJobChanged()
+	running := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "a", UID: "u1"}}
+	ready := running.DeepCopy()
+	ready.Status.Active, ready.Status.Ready = 1, ptrTo(int32(1))
+	done := running.DeepCopy()
+	setFinished(done, true)
+	annotated := done.DeepCopy()
+	annotated.Annotations = map[string]string{scanjob.AnnotationOutcome: "succeeded"}
+	for _, tt := range []struct {
+		name string
+		got  bool
+		want bool
+	}{
+		{"created running", p.Create(event.CreateEvent{Object: running}), false},
+		{"created already ended", p.Create(event.CreateEvent{Object: done}), true},
+		{"active and ready counts", p.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: ready}), false},
+		{"ended", p.Update(event.UpdateEvent{ObjectOld: ready, ObjectNew: done}), true},
+		{"outcome annotation", p.Update(event.UpdateEvent{ObjectOld: done, ObjectNew: annotated}), false},
+		{"deleted by someone else", p.Delete(event.DeleteEvent{Object: annotated}), true},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, tt.got, tt.want)
+		}
+	}
+	r.retired.Store(annotated.UID, struct{}{})
+	if p.Delete(event.DeleteEvent{Object: annotated}) {
+		t.Error("a Job the Scanner retired itself: its deletion reconciles it")
+	}
+	if p.Delete(event.DeleteEvent{Object: annotated}) != true {
+		t.Error("the retired mark is used once")
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

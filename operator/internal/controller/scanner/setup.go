@@ -269,16 +269,24 @@ var phaseChanged = predicate.Funcs{
 	},
 }
 
+// runningJob tells whether obj is a scan Job that runs (jobActive).
+func runningJob(obj client.Object) bool {
+	job, ok := obj.(*batchv1.Job)
+	return ok && jobOutcome(job, nil).phase == jobActive
+}
+
 // ownJobChanged passes what a Scanner needs to hear of its own Jobs: a
 // phase change or deletion (phaseChanged), and a Job's going unless the
 // Scanner deleted it itself with nothing waiting for it to go (retired).
 // Not a Job's creation: the Scanner created it, its claim in the budget
 // covers the moment the cache does not show it yet, and its stuck check is
 // timed then (stuckChecks); on a start every Scanner is reconciled anyway.
-// Each of those was a reconcile per Job that decided nothing.
+// Each of those was a reconcile per Job that decided nothing. A Job the
+// cache first shows already ended passes, though: the watch can deliver
+// its creation late (a loaded API server, a relist), with its end in it.
 func (r *Reconciler) ownJobChanged() predicate.Funcs {
 	return predicate.Funcs{
-		CreateFunc: func(event.CreateEvent) bool { return false },
+		CreateFunc: func(e event.CreateEvent) bool { return !runningJob(e.Object) },
 		UpdateFunc: phaseChanged.UpdateFunc,
 		DeleteFunc: func(e event.DeleteEvent) bool {
 			_, expected := r.retired.LoadAndDelete(e.Object.GetUID())
