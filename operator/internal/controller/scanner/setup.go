@@ -186,9 +186,10 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, workers int) error {
 		For(&crowsnestv1alpha1.Scanner{}, builder.WithPredicates(counted(wakeupSpec, predicate.Or(predicate.GenerationChangedPredicate{}, predicates.RequestedAtChanged)))).
 		Owns(&batchv1.Job{}, builder.WithPredicates(counted(wakeupOwnJob, r.ownJobChanged()))).
 		WatchesRawSource(podSource{pods: r.pods, scanners: r.namespaces}).
-		// Other Scanners that see the digest: a Job's start, progress, end
-		// and deletion change only their counts (coalesced, enqueue.StatusDelay); a
-		// recorded failure may be theirs to retry at once.
+		// Other Scanners that see the digest: a Job's start, end and
+		// deletion change only their counts (coalesced per Scanner over
+		// peerDelay, the last end it waits for after enqueue.StatusDelay:
+		// peers.go); a recorded failure may be theirs to retry at once.
 		Watches(&batchv1.Job{}, peerHandler(r.scannersOfDigest, &r.waiting, r.peerDelay, enqueue.StatusDelay), builder.WithPredicates(predicate.Or[client.Object](phaseChanged, outcomeRecorded))).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(countedMap(wakeupPeerFailed, r.scannersOfDigest)), builder.WithPredicates(failureRecorded))
 	if r.rescans != nil {
