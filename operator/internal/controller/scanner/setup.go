@@ -255,10 +255,11 @@ var failureRecorded = predicate.Funcs{
 }
 
 // phaseChanged passes the change of a scan Job that anyone acts on: its
-// phase (running, succeeded, failed; jobOutcome) or its deletion. The rest
-// of a Job's status (active, ready, the Pods' counts) moves several times
-// per scan in a real cluster and changes no decision; the operator's own
-// annotation and finalizer patches do not pass either.
+// phase (running, succeeded, failed; jobOutcome), its conditions, its
+// deletion, or another Job under its name. The rest of a Job's status
+// (active, ready, the Pods' counts) moves several times per scan in a real
+// cluster and changes no decision; the operator's own annotation and
+// finalizer patches do not pass either.
 var phaseChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*batchv1.Job)
@@ -266,7 +267,11 @@ var phaseChanged = predicate.Funcs{
 		if !ok1 || !ok2 {
 			return true
 		}
-		return jobOutcome(o, nil).phase != jobOutcome(n, nil).phase || !equality.Semantic.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp)
+		// A new UID is another Job under the same name (a retry): the
+		// informer can show the step from the old one as an update.
+		return o.UID != n.UID || jobOutcome(o, nil).phase != jobOutcome(n, nil).phase ||
+			!equality.Semantic.DeepEqual(o.Status.Conditions, n.Status.Conditions) ||
+			!equality.Semantic.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp)
 	},
 }
 
