@@ -53,7 +53,7 @@ func (r *Reconciler) act(ctx context.Context, s *crowsnestv1alpha1.Scanner, obs 
 		ta, tb := jobs[a].job.CreationTimestamp, jobs[b].job.CreationTimestamp
 		return ta.Before(&tb) || (ta.Equal(&tb) && jobs[a].job.Name < jobs[b].job.Name)
 	})
-	if err := r.endStuckJobs(ctx, s, jobs, p); err != nil {
+	if err := r.endStuckJobs(ctx, s, jobs); err != nil {
 		return nil, err
 	}
 	for _, j := range jobs {
@@ -71,7 +71,7 @@ func (r *Reconciler) act(ctx context.Context, s *crowsnestv1alpha1.Scanner, obs 
 		if !r.delivered(j) {
 			continue // keep it until its job.done is delivered
 		}
-		if err := r.removeJob(ctx, j); err != nil {
+		if err := r.removeJob(ctx, j, goneUnwatched(obs.observed, j.digest)); err != nil {
 			return nil, err
 		}
 	}
@@ -95,6 +95,11 @@ func (r *Reconciler) act(ctx context.Context, s *crowsnestv1alpha1.Scanner, obs 
 			continue
 		}
 		created = append(created, req)
+		if r.Options.StuckGrace > 0 {
+			// A Job without a Pod after the grace may have had it refused
+			// (stuck.go); its Scanner is not reconciled for its creation.
+			r.stuckChecks.after(client.ObjectKeyFromObject(job), r.Options.StuckGrace+time.Second)
+		}
 		if eventsErr == nil {
 			eventsErr = r.publishPending(ctx, s, &scanJob{job: job, digest: req.digest, image: req.target.Image.Ref(), attempt: req.attempt, reason: string(req.reason)}, obs)
 		}
@@ -208,18 +213,48 @@ func (r *Reconciler) annotate(ctx context.Context, job *batchv1.Job, set map[str
 // removeJob deletes a Job the operator is done with: it removes the
 // finalizer, then deletes the Job unless it is being deleted already (the
 // TTL controller got there first), which the finalizer's removal completes.
-func (r *Reconciler) removeJob(ctx context.Context, j *scanJob) error {
+// unwatched says nothing waits for the Job to go (goneUnwatched): its
+// deletion then does not reconcile the Scanner again (ownJobChanged).
+func (r *Reconciler) removeJob(ctx context.Context, j *scanJob, unwatched bool) (err error) {
+	if unwatched {
+		r.retired.Store(j.job.UID, struct{}{})
+		defer func() {
+			if err != nil {
+				r.retired.Delete(j.job.UID)
+			}
+		}()
+	}
 	if err := r.release(ctx, j.job); err != nil {
 		return err
 	}
 	if !j.job.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	err := r.Delete(ctx, j.job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &j.job.UID})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+	err = r.Delete(ctx, j.job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &j.job.UID})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		r.retired.Delete(j.job.UID) // gone before, or not this Job
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("delete scan job %s: %w", j.job.Name, err)
 	}
 	return nil
+}
+
+// goneUnwatched tells whether nothing the Scanner decides waits for its
+// Job of digest to go: the digest no longer runs in its namespace, or it
+// has a current report. (A digest whose report was deleted waits for its
+// finished Job to go before it is scanned again: need.queued.)
+func goneUnwatched(o observed, digest string) bool {
+	if o.reports == nil {
+		return false
+	}
+	if o.inventory.Targets[digest] == nil {
+		return true
+	}
+	at, found := o.reports[digest]
+	due, _ := needsScan(at, found, o.now, o.interval(digest))
+	return !due
 }
 
 // createJob creates the Job for req, first removing the failed Job it
@@ -240,7 +275,7 @@ func (r *Reconciler) createJob(ctx context.Context, s *crowsnestv1alpha1.Scanner
 		if !r.delivered(req.replace) {
 			return nil, nil
 		}
-		if err := r.removeJob(ctx, req.replace); err != nil {
+		if err := r.removeJob(ctx, req.replace, false); err != nil {
 			return nil, err
 		}
 	}

@@ -77,6 +77,7 @@ func (d *deletedReports) Start(ctx context.Context) error {
 				for i := range list.Items {
 					select {
 					case d.events <- event.GenericEvent{Object: &list.Items[i]}:
+						scannerWakeups.WithLabelValues(wakeupReportDeleted).Inc()
 					case <-ctx.Done():
 						return nil
 					}

@@ -76,7 +76,7 @@ func TestPeerDelayScalesWithScanners(t *testing.T) {
 	for _, tt := range []struct {
 		scanners int64
 		want     time.Duration
-	}{{0, enqueue.StatusDelay}, {200, enqueue.StatusDelay}, {400, 10 * time.Second}, {2000, 50 * time.Second}, {100000, maxPeerDelay}} {
+	}{{0, enqueue.StatusDelay}, {50, enqueue.StatusDelay}, {400, 40 * time.Second}, {2000, maxPeerDelay}, {100000, maxPeerDelay}} {
 		r := &Reconciler{}
 		r.scannerCount.Store(tt.scanners)
 		if got := r.peerDelay(); got != tt.want {

@@ -71,7 +71,9 @@ func (n *namespaceScanners) requests(ctx context.Context, ns, watch string) []re
 
 func (n *namespaceScanners) list(ctx context.Context, ns string) ([]reconcile.Request, error) {
 	var list crowsnestv1alpha1.ScannerList
-	if err := n.reader.List(ctx, &list, client.InNamespace(ns)); err != nil {
+	// Only the names are read: no copies (a Job's start or end lists the
+	// Scanners of each of the ~40 namespaces that run its digest).
+	if err := n.reader.List(ctx, &list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))
@@ -127,6 +129,7 @@ func (s podSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInter
 	go s.scanners.run(ctx, q)
 	return s.pods.OnChange(func(namespace string) {
 		for _, req := range s.scanners.requests(ctx, namespace, watchPods) {
+			scannerWakeups.WithLabelValues(wakeupPods).Inc()
 			q.Add(req)
 		}
 	})

@@ -95,14 +95,24 @@ type Reconciler struct {
 	// wakeups carries the reconciles of Scanners the budget gives a free
 	// slot to.
 	wakeups chan event.GenericEvent
+	// stuckChecks time the looks at running Jobs that could be stuck.
+	stuckChecks *stuckChecks
 	// namespaces turns a namespace into reconciles of its Scanners (the
 	// Pod and peer-Job watches), retrying failed lists.
 	namespaces *namespaceScanners
+
+	// retired are the UIDs of Jobs a Scanner deleted with nothing waiting
+	// for them to go: their deletion is not a reconcile of it
+	// (ownJobChanged).
+	retired sync.Map
 
 	// scanners are the Scanners reconciled so far (not yet gone), counted
 	// for peerDelay.
 	scanners     sync.Map
 	scannerCount atomic.Int64
+	// waiting counts each Scanner's images waiting for a scan, for how
+	// soon its peers' Jobs wake it (peers.go).
+	waiting waitingCounts
 
 	mu             sync.Mutex
 	lookupFailures map[types.NamespacedName]int
@@ -128,6 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 				r.scannerCount.Add(-1)
 			}
 			r.lookupFailed(req.NamespacedName, false)
+			r.waiting.forget(req.NamespacedName)
 			r.stall(req.NamespacedName, nil, "")
 			r.budget.Forget(req.NamespacedName)
 			deleteGauges(req.Namespace, req.Name)
@@ -176,6 +187,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, nil
 	}
 	r.stall(req.NamespacedName, &s, "")
+	r.waiting.set(req.NamespacedName, out.plan.queued+out.plan.scanning)
 	return r.requeue(ctx, req.NamespacedName, out), nil
 }
 

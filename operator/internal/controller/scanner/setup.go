@@ -158,6 +158,7 @@ func newReconciler(mgr ctrl.Manager, deps Deps) *Reconciler {
 	}
 	r.platforms = platforms{reader: mgr.GetAPIReader(), now: r.Now}
 	r.namespaces = newNamespaceScanners(r.Client)
+	r.stuckChecks = newStuckChecks(mgr.GetClient())
 	r.wakeups = make(chan event.GenericEvent, 1024)
 	r.budget = scanbudget.New(r.Now, deps.Options.MaxConcurrentScans, deps.Options.RescansPerMinute, r.wake)
 	return r
@@ -169,6 +170,7 @@ func newReconciler(mgr ctrl.Manager, deps Deps) *Reconciler {
 func (r *Reconciler) wake(key types.NamespacedName) {
 	s := &crowsnestv1alpha1.Scanner{}
 	s.Namespace, s.Name = key.Namespace, key.Name
+	scannerWakeups.WithLabelValues(wakeupBudget).Inc()
 	select {
 	case r.wakeups <- event.GenericEvent{Object: s}:
 	default:
@@ -181,18 +183,20 @@ func (r *Reconciler) wake(key types.NamespacedName) {
 // namespace. The scan Pods' own progress shows in their Jobs' status.
 func (r *Reconciler) setupWithManager(mgr ctrl.Manager, workers int) error {
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&crowsnestv1alpha1.Scanner{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicates.RequestedAtChanged))).
-		Owns(&batchv1.Job{}, builder.WithPredicates(jobChanged)).
+		For(&crowsnestv1alpha1.Scanner{}, builder.WithPredicates(counted(wakeupSpec, predicate.Or(predicate.GenerationChangedPredicate{}, predicates.RequestedAtChanged)))).
+		Owns(&batchv1.Job{}, builder.WithPredicates(counted(wakeupOwnJob, r.ownJobChanged()))).
 		WatchesRawSource(podSource{pods: r.pods, scanners: r.namespaces}).
-		// Other Scanners that see the digest: a Job's start, progress, end
-		// and deletion change only their counts (coalesced, enqueue.StatusDelay); a
-		// recorded failure may be theirs to retry at once.
-		Watches(&batchv1.Job{}, enqueue.After(r.peerDelay, r.scannersOfDigest), builder.WithPredicates(predicate.Or[client.Object](jobChanged, outcomeRecorded))).
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.scannersOfDigest), builder.WithPredicates(failureRecorded))
+		// Other Scanners that see the digest: a Job's start, end and
+		// deletion change only their counts (coalesced per Scanner over
+		// peerDelay, the last end it waits for after enqueue.StatusDelay:
+		// peers.go); a recorded failure may be theirs to retry at once.
+		Watches(&batchv1.Job{}, peerHandler(r.scannersOfDigest, &r.waiting, r.peerDelay, enqueue.StatusDelay), builder.WithPredicates(predicate.Or[client.Object](phaseChanged, outcomeRecorded))).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(countedMap(wakeupPeerFailed, r.scannersOfDigest)), builder.WithPredicates(failureRecorded))
 	if r.rescans != nil {
 		b = b.WatchesRawSource(source.Channel(r.rescans, &handler.EnqueueRequestForObject{}))
 	}
-	b = b.WatchesRawSource(source.Channel(r.wakeups, &handler.EnqueueRequestForObject{}))
+	b = b.WatchesRawSource(source.Channel(r.wakeups, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(r.stuckChecks)
 	return b.WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
 		Named("scanner").
 		Complete(r)
@@ -216,27 +220,14 @@ func (r *Reconciler) scannersOfDigest(ctx context.Context, obj client.Object) []
 			continue
 		}
 		seen[ns] = true
-		reqs = append(reqs, r.namespaces.requests(ctx, ns, watchJobs)...)
+		for _, req := range r.namespaces.requests(ctx, ns, watchJobs) {
+			if req.Namespace == obj.GetNamespace() && req.Name == obj.GetLabels()[scanjob.LabelScanner] {
+				continue // its own Scanner (ownJobChanged)
+			}
+			reqs = append(reqs, req)
+		}
 	}
 	return reqs
-}
-
-// peerWakeupsPerSecond bounds, cluster-wide, how many Scanners per second
-// wake for other Scanners' Jobs: each such reconcile writes its status when
-// its counts changed, and with a ClusterScanner over 2,000 namespaces a
-// fixed 5 s would be 400 status writes a second for the API server while a
-// wave of scans runs. maxPeerDelay caps the resulting staleness of counts.
-const (
-	peerWakeupsPerSecond = 40
-	maxPeerDelay         = time.Minute
-)
-
-// peerDelay is how long a Scanner may take to hear of another Scanner's
-// Job: enqueue.StatusDelay, or longer when there are more Scanners than
-// peerWakeupsPerSecond × enqueue.StatusDelay (50 s at 2,000).
-func (r *Reconciler) peerDelay() time.Duration {
-	n := time.Duration(r.scannerCount.Load())
-	return min(max(enqueue.StatusDelay, n*time.Second/peerWakeupsPerSecond), maxPeerDelay)
 }
 
 // outcomeRecorded passes the patch that records a scan Job's outcome: the
@@ -263,14 +254,49 @@ var failureRecorded = predicate.Funcs{
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
-// jobChanged ignores the operator's own annotation patches.
-var jobChanged = predicate.Funcs{
+// phaseChanged passes the change of a scan Job that anyone acts on: its
+// phase (running, succeeded, failed; jobOutcome), its conditions, its
+// deletion, or another Job under its name. The rest of a Job's status
+// (active, ready, the Pods' counts) moves several times per scan in a real
+// cluster and changes no decision; the operator's own annotation and
+// finalizer patches do not pass either.
+var phaseChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*batchv1.Job)
 		n, ok2 := e.ObjectNew.(*batchv1.Job)
 		if !ok1 || !ok2 {
 			return true
 		}
-		return !equality.Semantic.DeepEqual(o.Status, n.Status) || !equality.Semantic.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp)
+		// A new UID is another Job under the same name (a retry): the
+		// informer can show the step from the old one as an update.
+		return o.UID != n.UID || jobOutcome(o, nil).phase != jobOutcome(n, nil).phase ||
+			!equality.Semantic.DeepEqual(o.Status.Conditions, n.Status.Conditions) ||
+			!equality.Semantic.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp)
 	},
+}
+
+// runningJob tells whether obj is a scan Job that runs (jobActive).
+func runningJob(obj client.Object) bool {
+	job, ok := obj.(*batchv1.Job)
+	return ok && jobOutcome(job, nil).phase == jobActive
+}
+
+// ownJobChanged passes what a Scanner needs to hear of its own Jobs: a
+// phase change or deletion (phaseChanged), and a Job's going unless the
+// Scanner deleted it itself with nothing waiting for it to go (retired).
+// Not a Job's creation: the Scanner created it, its claim in the budget
+// covers the moment the cache does not show it yet, and its stuck check is
+// timed then (stuckChecks); on a start every Scanner is reconciled anyway.
+// Each of those was a reconcile per Job that decided nothing. A Job the
+// cache first shows already ended passes, though: the watch can deliver
+// its creation late (a loaded API server, a relist), with its end in it.
+func (r *Reconciler) ownJobChanged() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return !runningJob(e.Object) },
+		UpdateFunc: phaseChanged.UpdateFunc,
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			_, expected := r.retired.LoadAndDelete(e.Object.GetUID())
+			return !expected
+		},
+	}
 }

@@ -299,10 +299,10 @@ func (r *Reconciler) jobEvents(ctx context.Context, job *batchv1.Job) ([]k8seven
 }
 
 // endStuckJobs ends the running Jobs whose Pod is stuck (or that cannot
-// create one) past the grace period, and has the reconcile run again when
-// the grace of one still waiting runs out: a stuck Pod changes nothing the
-// watches see.
-func (r *Reconciler) endStuckJobs(ctx context.Context, s *crowsnestv1alpha1.Scanner, jobs []*scanJob, p *plan) error {
+// create one) past the grace period, and times a check of each one still
+// waiting for when its grace runs out (stuckChecks): a stuck Pod changes
+// nothing the watches see.
+func (r *Reconciler) endStuckJobs(ctx context.Context, s *crowsnestv1alpha1.Scanner, jobs []*scanJob) error {
 	if r.Options.StuckGrace <= 0 {
 		return nil
 	}
@@ -317,8 +317,8 @@ func (r *Reconciler) endStuckJobs(ctx context.Context, s *crowsnestv1alpha1.Scan
 		if _, err := r.endStuck(ctx, s, j, pods.Items); err != nil {
 			return err
 		}
-		if after, ok := stuckCheckAfter(j.job, pods.Items, r.Now(), r.Options.StuckGrace); ok && (p.requeueAfter == 0 || after < p.requeueAfter) {
-			p.requeueAfter = after
+		if after, ok := stuckCheckAfter(j.job, pods.Items, r.Now(), r.Options.StuckGrace); ok {
+			r.stuckChecks.after(client.ObjectKeyFromObject(j.job), after)
 		}
 	}
 	return nil

@@ -37,6 +37,7 @@ type Options struct {
 	Pods            int // override of the scenario's size (0: its default)
 	Namespaces      int
 	Digests         int
+	Profile         bool // scan scenarios: save the operator's pprof profiles next to its log
 }
 
 // BindFlags registers every option on fs.
@@ -69,6 +70,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Pods, "pods", 0, "override the scenario's Pod count")
 	fs.IntVar(&o.Namespaces, "namespaces", 0, "override the scenario's namespace count")
 	fs.IntVar(&o.Digests, "digests", 0, "override the scenario's distinct digests (even)")
+	fs.BoolVar(&o.Profile, "profile", false, "scan scenarios: serve the operator's pprof on loopback and save, next to its log (see --state-dir), a CPU profile of 60 s of scanning and heap profiles when all is scanned and when settled")
 }
 
 // Complete fills defaults and checks the options.

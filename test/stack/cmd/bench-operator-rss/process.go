@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 type operatorProcess struct {
 	Name       string
 	MetricsURL string
+	PprofURL   string // http://host:port of --pprof-bind-address; empty when not served
 	Log        string
 	Started    time.Time
 	Samples    *sampler
@@ -141,6 +144,41 @@ func (p *operatorProcess) Scrape(ctx context.Context) (metrics, error) {
 }
 
 var metricsClient = &http.Client{Timeout: 10 * time.Second}
+
+// SaveMetrics writes the operator's /metrics as served, next to its log
+// (<name>-<label>.metrics), for a look at every counter after the run.
+func (p *operatorProcess) SaveMetrics(ctx context.Context, label string) error {
+	return p.save(ctx, metricsClient, p.MetricsURL, label+".metrics")
+}
+
+// SaveProfile writes the operator's /debug/pprof/<which> (which may carry
+// a query) next to its log as <name>-<label>.pprof; it needs PprofURL.
+func (p *operatorProcess) SaveProfile(ctx context.Context, which, label string) error {
+	if p.PprofURL == "" {
+		return errors.New("no pprof endpoint")
+	}
+	return p.save(ctx, &http.Client{Timeout: 5 * time.Minute}, p.PprofURL+"/debug/pprof/"+which, label+".pprof")
+}
+
+func (p *operatorProcess) save(ctx context.Context, c *http.Client, url, suffix string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(strings.TrimSuffix(p.Log, ".log")+"-"+suffix, body, 0o600)
+}
 
 func scrape(ctx context.Context, url string) (metrics, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)

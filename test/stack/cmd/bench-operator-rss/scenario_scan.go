@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/proc"
 )
 
 // scanRun is what the operator did in a scan scenario.
@@ -94,9 +96,21 @@ func (b *bench) scanScenario(ctx context.Context, name string, size Size, mode s
 	if flags["max-concurrent-scans"] {
 		extra, r.MaxFlag = append(extra, fmt.Sprintf("--max-concurrent-scans=%d", b.o.MaxScans)), true
 	}
+	pprofURL := ""
+	if b.o.Profile && flags["pprof-bind-address"] {
+		port, err := proc.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		pprofURL = fmt.Sprintf("http://127.0.0.1:%d", port)
+		extra = append(extra, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", port))
+	}
 	p, err := b.startOp(ctx, be, name+"-current", bin, extra)
 	if err != nil {
 		return nil, err
+	}
+	if p.PprofURL = pprofURL; pprofURL != "" {
+		go b.profileScanning(runCtx, p, player)
 	}
 	defer func() {
 		r.HWM, r.PeakSampled = p.Samples.Peak()
@@ -121,6 +135,11 @@ func (b *bench) scanScenario(ctx context.Context, name string, size Size, mode s
 		r.HeapInuse = m.Sum("go_memstats_heap_inuse_bytes")
 	}
 	r.Rows = append(r.Rows, b.row(ctx, p, "settled"))
+	if p.PprofURL != "" {
+		if err := p.SaveProfile(ctx, "heap", "settled-heap"); err != nil {
+			b.logf("save heap profile: %v", err)
+		}
+	}
 	if r.Latency, err = b.podToJob(ctx, be, p, player, l, changes); err != nil {
 		return nil, err
 	}
@@ -166,6 +185,14 @@ func (b *bench) waitScanned(ctx context.Context, be *backend, p *operatorProcess
 				r.AllScanned = time.Since(p.Started)
 				r.Rows = append(r.Rows, b.row(ctx, p, "all scanned"))
 				r.Scan = scanCost{CPU: p.Samples.Now().CPU, Jobs: c.Created}
+				if err := p.SaveMetrics(ctx, "all-scanned"); err != nil {
+					b.logf("save metrics: %v", err)
+				}
+				if p.PprofURL != "" {
+					if err := p.SaveProfile(ctx, "heap", "all-scanned-heap"); err != nil {
+						b.logf("save heap profile: %v", err)
+					}
+				}
 				if m, err := p.Scrape(ctx); err == nil {
 					r.Scan.Scanner = m.Sum("controller_runtime_reconcile_total", `controller="scanner"`)
 					r.Scan.ClusterScanner = m.Sum("controller_runtime_reconcile_total", `controller="clusterscanner"`)
@@ -259,4 +286,17 @@ func (b *bench) podToJob(ctx context.Context, be *backend, p *operatorProcess, p
 		b.logf("pod status → Job: p50 %v p99 %v max %v over %d changes", percentile(out, 50), percentile(out, 99), percentile(out, 100), n)
 	}
 	return out, nil
+}
+
+// profileScanning saves a CPU profile of the operator's first 60 s of
+// scanning (from the first scan Job the harness sees).
+func (b *bench) profileScanning(ctx context.Context, p *operatorProcess, player *scanPlayer) {
+	for player.Counts().Created == 0 {
+		if err := sleep(ctx, p, time.Second); err != nil {
+			return
+		}
+	}
+	if err := p.SaveProfile(ctx, "profile?seconds=60", "scanning-cpu"); err != nil && ctx.Err() == nil {
+		b.logf("save CPU profile: %v", err)
+	}
 }
