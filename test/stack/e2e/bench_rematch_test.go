@@ -125,8 +125,11 @@ func TestBenchRematchFleet(t *testing.T) {
 	}
 	parallel(t, n, 8, func(i int) error {
 		code, err := upload(ctx, shared.URL(), imgs[i].Digest, boms[i])
-		if err != nil || (code != http.StatusCreated && code != http.StatusOK) {
-			return fmt.Errorf("upload %s: %d %v", imgs[i].Digest, code, err)
+		if err != nil {
+			return fmt.Errorf("upload %s: %w", imgs[i].Digest, err)
+		}
+		if code != http.StatusCreated && code != http.StatusOK {
+			return fmt.Errorf("upload %s: status %d", imgs[i].Digest, code)
 		}
 		return nil
 	})

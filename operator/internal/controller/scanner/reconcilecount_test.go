@@ -58,7 +58,10 @@ func TestOwnJobsCostOneReconcileEach(t *testing.T) {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
-			return fmt.Errorf("job %s still there (%v)", job.Name, err)
+			if err != nil {
+				return fmt.Errorf("job %s: %w", job.Name, err)
+			}
+			return fmt.Errorf("job %s still there", job.Name)
 		})
 	}
 	eventually(t, 20*time.Second, "status: all scanned", func() error {
@@ -103,8 +106,12 @@ func TestStuckCheckOnlyForRunningJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "the Job gone", func() error {
-		if err := k8s.Get(ctx, key, &batchv1.Job{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there (%v)", err)
+		switch err := k8s.Get(ctx, key, &batchv1.Job{}); {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return err
+		default:
+			return fmt.Errorf("still there")
 		}
 		return nil
 	})
