@@ -32,11 +32,12 @@ var rematchBenchImages, _ = strconv.Atoi(os.Getenv("CROWSNEST_BENCH_REMATCH"))
 const rematchBenchPerNS = 100
 
 // rematchFleetReport is the stored report of fleet image i: a real Grype
-// report of the fixtures (the tiny DB's own output), one in ten running a
-// package of DemoAdvisories (5 % Alpine 3.18 with OpenSSL, CVE-2024-5535; 5 %
-// node_modules with minimist, CVE-2021-44906), half a clean Alpine base and
-// the rest a Go binary, plus one npm package of its own so that no two
-// reports are the same document (a fleet shares its bases, not everything).
+// report of the fixtures (the tiny DB's own output). One in five runs a
+// package of DemoAdvisories (10 % Alpine 3.18 with OpenSSL, CVE-2024-5535;
+// 10 % node_modules with minimist, CVE-2021-44906), half a clean Alpine
+// base, the rest a Go binary; each has one npm package of its own, so that
+// no two reports are the same document (a fleet shares its bases, not
+// everything).
 func rematchFleetReport(fixtures map[string]map[string]any, i int) (bom []byte, affected bool, err error) {
 	name := "gobinary"
 	switch {
@@ -66,10 +67,10 @@ func rematchFleetReport(fixtures map[string]map[string]any, i int) (bom []byte, 
 // two DB imports into the matcher:
 //
 //   - full: the offline DB without DemoAdvisories, a new build. Every
-//     report is matched (none has a footprint yet); the affected tenth
+//     report is matched (none has a footprint yet); the affected fifth
 //     loses the two advisories' findings.
 //   - daily: the DB with them back. Reports whose recorded lookups meet no
-//     changed row are skipped; the affected tenth gains a critical each,
+//     changed row are skipped; the affected fifth gains a critical each,
 //     which must reach findings.changed and the notifier's webhook for
 //     every one of them, and no other report may change.
 //
@@ -169,7 +170,7 @@ func TestBenchRematchFleet(t *testing.T) {
 	})
 	t.Logf("%d images running with stored reports (%d affected by %v) after %s", n, len(affected), stack.DemoAdvisories, time.Since(setup).Round(time.Second))
 
-	natsRec := subscribeNATS(t, shared.NATS.URL())
+	changes := subscribeFindingsChanged(t)
 	done := subscribeRematchDone(t)
 	type pass struct {
 		name                   string
@@ -195,11 +196,11 @@ func TestBenchRematchFleet(t *testing.T) {
 		return out
 	}
 	changedSince := func(at time.Time) map[string]time.Time {
-		natsRec.mu.Lock()
-		defer natsRec.mu.Unlock()
+		changes.mu.Lock()
+		defer changes.mu.Unlock()
 		out := map[string]time.Time{}
-		for _, e := range natsRec.events {
-			if e.Kind == "findings.changed" && nsOf[e.Digest] != "" && e.At.After(at) {
+		for _, e := range changes.events {
+			if nsOf[e.Digest] != "" && e.At.After(at) {
 				out[e.Digest] = e.At
 			}
 		}
@@ -363,4 +364,30 @@ func subscribeInventory(t *testing.T) *inventory {
 		v.mu.Unlock()
 	})
 	return v
+}
+
+// subscribeFindingsChanged records the findings.changed events published
+// from now on (their digest and arrival), only those with cause rematch.
+func subscribeFindingsChanged(t *testing.T) *recorder {
+	t.Helper()
+	r := &recorder{}
+	consumeStream(t, shared.NATS.URL(), jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{eventsv1.SubjectFindingsChanged}, DeliverPolicy: jetstream.DeliverNewPolicy}, func(m jetstream.Msg) {
+		ev, err := eventsv1.Parse(m.Subject(), m.Data(), time.Now(), time.Minute)
+		if err != nil {
+			t.Errorf("invalid findings.changed: %v", err)
+			return
+		}
+		var p eventsv1.FindingsChanged
+		if err := ev.Decode(&p); err != nil {
+			t.Errorf("findings.changed payload: %v", err)
+			return
+		}
+		if p.Cause != eventsv1.CauseRematch {
+			t.Errorf("findings.changed of %s with cause %q during a re-match benchmark", p.Digest, p.Cause)
+			return
+		}
+		r.add(seen{Kind: "findings.changed", ID: ev.ID, Digest: p.Digest, At: time.Now()})
+	})
+	return r
 }
