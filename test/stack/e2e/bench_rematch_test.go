@@ -345,14 +345,8 @@ func subscribeInventory(t *testing.T) *inventory {
 	t.Helper()
 	v := &inventory{ns: map[string]map[string]bool{}}
 	consumeStream(t, shared.NATS.URL(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{eventsv1.SubjectInventorySnapshot}}, func(m jetstream.Msg) {
-		ev, err := eventsv1.Parse(m.Subject(), m.Data(), time.Now(), time.Minute)
-		if err != nil {
-			t.Errorf("invalid inventory.snapshot: %v", err)
-			return
-		}
-		var s eventsv1.InventorySnapshot
-		if err := ev.Decode(&s); err != nil {
-			t.Errorf("inventory.snapshot payload: %v", err)
+		s, _, ok := payload[eventsv1.InventorySnapshot](t, m)
+		if !ok {
 			return
 		}
 		set := map[string]bool{}
@@ -373,21 +367,15 @@ func subscribeFindingsChanged(t *testing.T) *recorder {
 	r := &recorder{}
 	consumeStream(t, shared.NATS.URL(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{eventsv1.SubjectFindingsChanged}, DeliverPolicy: jetstream.DeliverNewPolicy}, func(m jetstream.Msg) {
-		ev, err := eventsv1.Parse(m.Subject(), m.Data(), time.Now(), time.Minute)
-		if err != nil {
-			t.Errorf("invalid findings.changed: %v", err)
-			return
-		}
-		var p eventsv1.FindingsChanged
-		if err := ev.Decode(&p); err != nil {
-			t.Errorf("findings.changed payload: %v", err)
+		p, id, ok := payload[eventsv1.FindingsChanged](t, m)
+		if !ok {
 			return
 		}
 		if p.Cause != eventsv1.CauseRematch {
 			t.Errorf("findings.changed of %s with cause %q during a re-match benchmark", p.Digest, p.Cause)
 			return
 		}
-		r.add(seen{Kind: "findings.changed", ID: ev.ID, Digest: p.Digest, At: time.Now()})
+		r.add(seen{Kind: "findings.changed", ID: id, Digest: p.Digest, At: time.Now()})
 	})
 	return r
 }

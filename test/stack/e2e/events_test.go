@@ -114,6 +114,23 @@ func consumeStream(t *testing.T, url string, cfg jetstream.OrderedConsumerConfig
 	t.Cleanup(cc.Stop)
 }
 
+// payload validates a message of the stream as its subject's event and
+// decodes its data into T; a message that fails either fails the test and
+// returns false. It also returns the event's id.
+func payload[T any](t *testing.T, m jetstream.Msg) (T, string, bool) {
+	var p T
+	ev, err := eventsv1.Parse(m.Subject(), m.Data(), time.Now(), time.Minute)
+	if err != nil {
+		t.Errorf("invalid event on %s: %v", m.Subject(), err)
+		return p, "", false
+	}
+	if err := ev.Decode(&p); err != nil {
+		t.Errorf("%s payload: %v", m.Subject(), err)
+		return p, "", false
+	}
+	return p, ev.ID, true
+}
+
 // subscribeNATS records every event of the CROWSNEST stream from its start.
 func subscribeNATS(t *testing.T, url string) *recorder {
 	t.Helper()

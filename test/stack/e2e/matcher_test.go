@@ -122,14 +122,8 @@ func subscribeRematchDone(t *testing.T) <-chan eventsv1.RematchDone {
 	out := make(chan eventsv1.RematchDone, 4)
 	consumeStream(t, shared.NATS.URL(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{eventsv1.SubjectRematchDone}, DeliverPolicy: jetstream.DeliverNewPolicy}, func(m jetstream.Msg) {
-		ev, err := eventsv1.Parse(m.Subject(), m.Data(), time.Now(), time.Minute)
-		if err != nil {
-			t.Errorf("invalid rematch.done: %v", err)
-			return
-		}
-		var p eventsv1.RematchDone
-		if err := ev.Decode(&p); err != nil {
-			t.Errorf("rematch.done payload: %v", err)
+		p, _, ok := payload[eventsv1.RematchDone](t, m)
+		if !ok {
 			return
 		}
 		select {
