@@ -221,7 +221,7 @@ test-chart: kube-assets tool-helm ## Lint, render and server-side dry-run the He
 test-images: build-web ## Build the five component images (host platform) with hack/tools/imagebuild and check their content; rebuild one to check the digest is reproducible.
 
 .PHONY: test-ci
-test-ci: tool-gotestsum ## Tests of the CI scripts (hack/*_test.sh): the module check fails on a module missed or misclassified, the compile counter counts, the timing report.
+test-ci: tool-gotestsum ## Tests of the CI scripts (hack/*_test.sh): the module check fails on a module missed or misclassified, the skew check on a dependency at two versions, the compile counter counts, the timing report.
 	$(timed) for t in hack/*_test.sh; do echo "$$t"; "$$t"; done
 
 .PHONY: test-web
@@ -403,7 +403,7 @@ fixtures: ## Regenerate results-api/testdata/grype: real Grype output from offli
 	$(BIN)/fixtures --grype $(BIN)/grype --out results-api/testdata/grype --go-src hack/tools/grype/testdata/gobinary
 
 .PHONY: verify
-verify: ## Fail when generated files are stale, a go.mod is missed by the module list or untidy, a module breaks the layering rules (docs/architecture.md), version pins disagree, or a workflow fails actionlint.
+verify: ## Fail when generated files are stale, a go.mod is missed by the module list or untidy, a module breaks the layering rules (docs/architecture.md), version pins disagree, two code modules build a dependency at different versions, or a workflow fails actionlint.
 	hack/verify-modules.sh
 	hack/verify-imports.sh
 	$(MAKE) generate
@@ -411,6 +411,7 @@ verify: ## Fail when generated files are stale, a go.mod is missed by the module
 	$(MAKE) lint-actions
 	for m in $(GO_MODULES) $(GO_WRAPPER_MODULES); do (cd $$m && echo "tidy $$m" && GOWORK=off go mod tidy -diff); done
 	hack/verify-versions.sh
+	hack/module-skew.sh --check $$(hack/modules.sh code | grep -vx hack/tools/coredns)
 	git diff --exit-code -- . ':(exclude)web/package-lock.json' || { echo "generated files are stale: run make generate and commit"; exit 1; }
 
 .PHONY: list-modules

@@ -9,15 +9,24 @@
 # compiles. Reads each module's build list for its packages and tests (go
 # list, nothing is compiled).
 #
-#   hack/module-skew.sh [MODULE...]   (default: every code module)
+# With --check it fails when any dependency is skewed; `make verify` runs it
+# over every code module but hack/tools/coredns, whose Kubernetes tree is
+# CoreDNS's own (it compiles once, for the chart's DNS, whatever we pin).
+#
+#   hack/module-skew.sh [--check] [MODULE...]   (default: every code module,
+#   from the repository's root; MODULE folders are relative to the caller)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+check=0
+if [[ ${1:-} == --check ]]; then check=1; shift; fi
 mods=("$@")
-((${#mods[@]})) || mapfile -t mods < <(hack/modules.sh code)
+if ! ((${#mods[@]})); then
+	cd "$(dirname "$0")/.."
+	mapfile -t mods < <(hack/modules.sh code)
+fi
 
-for m in "${mods[@]}"; do
+skew=$(for m in "${mods[@]}"; do
 	(cd "$m" && GOWORK=off go list -deps -test -f '{{with .Module}}{{if not .Main}}{{.Path}} {{.Version}}{{end}}{{end}}' ./... |
-		sort -u | sed "s#\$# $m#")
+		sort -u | sed "s#\$# $m#") || { echo "module-skew: go list failed in $m" >&2; exit 1; }
 done | awk '
 	$1 ~ /^github.com\/crowsnest-dev\/crowsnest/ { next }
 	{ key = $1 SUBSEP $2; if (!(key in who)) { n[$1]++; vers[$1] = vers[$1] " " $2 } who[key] = who[key] " " $3 }
@@ -27,4 +36,9 @@ done | awk '
 			split(substr(vers[d], 2), v, " ")
 			for (i in v) printf "  %-40s%s\n", v[i], who[d SUBSEP v[i]]
 		}
-	}'
+	}')
+[[ -z $skew ]] || echo "$skew"
+if ((check)) && [[ -n $skew ]]; then
+	echo "module-skew: the dependencies above build at different versions in different modules, so the packages above them compile once per version; align the go.mod files (go get DEP@VERSION in the modules listed with the older one, then go mod tidy)" >&2
+	exit 1
+fi
