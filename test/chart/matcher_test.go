@@ -121,8 +121,8 @@ func checkMatcherPod(t *testing.T, m *PodTemplate, rematch bool) {
 }
 
 // TestMatcherRematchSkip: matcher.rematchSkip reaches the matcher's
-// --rematch-skip and --rematch-skip-check as given, the defaults being the
-// matcher's own (skip on, 2% checked).
+// --rematch-skip, --rematch-skip-check and --rematch-skip-check-max as given,
+// the defaults being the matcher's own (skip on, 2% checked, at most 50).
 func TestMatcherRematchSkip(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -131,10 +131,11 @@ func TestMatcherRematchSkip(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"defaults", scanTeamA, []string{"--rematch-skip=true", "--rematch-skip-check=0.02"}},
+		{"defaults", scanTeamA, []string{"--rematch-skip=true", "--rematch-skip-check=0.02", "--rematch-skip-check-max=50"}},
 		{"off, every skippable report checked", withScan("--set", "matcher.rematchSkip.enabled=false", "--set", "matcher.rematchSkip.checkFraction=1"),
 			[]string{"--rematch-skip=false", "--rematch-skip-check=1"}},
 		{"no check", withScan("--set", "matcher.rematchSkip.checkFraction=0"), []string{"--rematch-skip=true", "--rematch-skip-check=0"}},
+		{"no cap", withScan("--set", "matcher.rematchSkip.checkMax=0"), []string{"--rematch-skip-check-max=0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs, err := Template(ctx, repoRoot, releaseNS, tc.args...)

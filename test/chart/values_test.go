@@ -61,6 +61,7 @@ func TestRejectedValues(t *testing.T) {
 		{"Prometheus ServiceAccount without a namespace", withScan("--set", "monitoring.prometheusServiceAccount.name=prometheus"),
 			"/monitoring/prometheusServiceAccount"},
 		{"a skip check above every report", withScan("--set", "matcher.rematchSkip.checkFraction=1.5"), "/matcher/rematchSkip/checkFraction"},
+		{"a negative skip check cap", withScan("--set", "matcher.rematchSkip.checkMax=-1"), "/matcher/rematchSkip/checkMax"},
 		{"no port for scan Pods' egress", withScan("--set", "global.networkPolicy.scanEgressPorts={}"), "scanEgressPorts"},
 		// Tokens never cross an Ingress in clear text by default.
 		{"ingress without TLS", withScan("--set", "resultsApi.ingress.enabled=true"),

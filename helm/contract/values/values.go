@@ -50,6 +50,7 @@ type Matcher struct {
 type MatcherRematchSkip struct {
 	Enabled       bool    `json:"enabled" jsonschema:"description=Skip re-matching the reports whose recorded lookups meet no row that changed since the previous DB (--rematch-skip); false: match every report on every update"`
 	CheckFraction float64 `json:"checkFraction" jsonschema:"description=Fraction of the skippable reports matched in full anyway to check the skip; a mismatch counts in crowsnest_rematch_skip_mismatch_total (--rematch-skip-check),minimum=0,maximum=1"`
+	CheckMax      int     `json:"checkMax" jsonschema:"description=Most skippable reports a pass matches in full for the check (the first aside); at 2-3 reports/s 50 take ~20 s; 0: no cap (--rematch-skip-check-max),minimum=0"`
 }
 
 // MatcherPersistence is the matcher's data volume: a claim, or an emptyDir

@@ -42,6 +42,7 @@ type Options struct {
 	RematchConcurrency                 int
 	RematchSkip                        bool
 	RematchSkipCheck                   float64
+	RematchSkipCheckMax                int
 	// Events (off without a NATS URL).
 	NATSURL string
 	NATS    eventsv1.Credentials
@@ -93,6 +94,8 @@ func (o *Options) bindRematchFlags(fs *flag.FlagSet, env envFunc) {
 		"skip re-matching the reports a DB update cannot change (their recorded lookups meet no row that changed since the previous DB); false matches every report (env CROWSNEST_REMATCH_SKIP)")
 	fs.Float64Var(&o.RematchSkipCheck, "rematch-skip-check", envFloat(env("CROWSNEST_REMATCH_SKIP_CHECK", ""), 0.02),
 		"fraction of the reports a pass would skip that it matches in full anyway to check the skip (and the first one always); a mismatch counts in crowsnest_rematch_skip_mismatch_total (env CROWSNEST_REMATCH_SKIP_CHECK)")
+	fs.IntVar(&o.RematchSkipCheckMax, "rematch-skip-check-max", int(cli.EnvInt(env("CROWSNEST_REMATCH_SKIP_CHECK_MAX", ""), 50)),
+		"most reports a pass matches in full for the skip check, the first one aside (at 2-3 reports/s, 50 take ~20 s); 0: no cap (env CROWSNEST_REMATCH_SKIP_CHECK_MAX)")
 	fs.StringVar(&o.NATSURL, "nats-url", env("CROWSNEST_NATS_URL", ""), "NATS URL for events, e.g. nats://nats:4222; empty turns events off (env CROWSNEST_NATS_URL)")
 	fs.StringVar(&o.NATS.User, "nats-user", env("CROWSNEST_NATS_USER", ""), "NATS user (the chart's bundled NATS: matcher), with --nats-password-file (env CROWSNEST_NATS_USER)")
 	fs.StringVar(&o.NATS.PasswordFile, "nats-password-file", env("CROWSNEST_NATS_PASSWORD_FILE", ""), "file holding the NATS user's password (env CROWSNEST_NATS_PASSWORD_FILE)")
@@ -160,6 +163,12 @@ func (o *Options) Validate() error {
 		if v <= 0 {
 			return fmt.Errorf("--%s must be positive", name)
 		}
+	}
+	if o.RematchSkipCheck < 0 || o.RematchSkipCheck > 1 {
+		return fmt.Errorf("--rematch-skip-check %v: want a fraction in [0, 1]", o.RematchSkipCheck)
+	}
+	if o.RematchSkipCheckMax < 0 {
+		return fmt.Errorf("--rematch-skip-check-max %d: want 0 (no cap) or more", o.RematchSkipCheckMax)
 	}
 	_, err := cli.NewLogger(o.LogLevel, o.LogFormat, io.Discard)
 	return err

@@ -33,6 +33,8 @@ func TestValidate(t *testing.T) {
 		{"archive bytes", func(o *Options) { o.MaxArchiveBytes = 0 }, "--max-archive-bytes must be positive"},
 		{"db bytes", func(o *Options) { o.MaxDBBytes = 0 }, "--max-db-bytes must be positive"},
 		{"rematch concurrency", func(o *Options) { o.RematchConcurrency = 0 }, "--rematch-concurrency must be positive"},
+		{"skip check fraction", func(o *Options) { o.RematchSkipCheck = 1.5 }, "--rematch-skip-check 1.5: want a fraction in [0, 1]"},
+		{"skip check cap", func(o *Options) { o.RematchSkipCheckMax = -1 }, "--rematch-skip-check-max -1: want 0 (no cap) or more"},
 		{"log level", func(o *Options) { o.LogLevel = "loud" }, `--log-level: slog: level string "loud": unknown name`},
 		{"log format", func(o *Options) { o.LogFormat = "logfmt" }, `--log-format "logfmt": want json or text`},
 	} {

@@ -98,8 +98,9 @@ func (w *wiring) startRematch(ctx context.Context, o Options, m *metrics.Metrics
 			p, ok := w.store.Previous()
 			return p.Dir, ok
 		},
-		Sample:   o.RematchSkipCheck,
-		Disabled: !o.RematchSkip,
+		Sample:    o.RematchSkipCheck,
+		SampleMax: o.RematchSkipCheckMax,
+		Disabled:  !o.RematchSkip,
 	}
 	if o.RematchSkipCheck == 0 {
 		skip.Sample = -1 // the first skippable report of a run only

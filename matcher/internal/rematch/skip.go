@@ -26,8 +26,12 @@ import (
 // this Grype version; and no key of the footprint is in the diff. Anything
 // else is matched in full. As a guard, a random sample of the reports that
 // would be skipped (Sample, and the first of each run) is matched in full
-// anyway; one whose findings differ is uploaded like any changed report and
-// counted (Metrics.SkipMismatch: crowsnest_rematch_skip_mismatch_total).
+// anyway, at most SampleMax of them per run, so that at 10,000 images the
+// guard costs a few dozen matches rather than hundreds; one whose findings
+// differ is uploaded like any changed report and counted
+// (Metrics.SkipMismatch: crowsnest_rematch_skip_mismatch_total). The pass
+// walks the reports in digest order, which says nothing of their content, so
+// the capped sample is still a random one.
 
 // Skip configures skipping in a Pass. The Pass's Matcher must record
 // footprints (Options.Footprints).
@@ -40,6 +44,9 @@ type Skip struct {
 	// Sample is the fraction of skippable reports matched in full to check
 	// the skip; zero means 0.02, negative none but the first of a run.
 	Sample float64
+	// SampleMax caps the sampled checks of a run, the first one aside; zero
+	// means no cap.
+	SampleMax int
 	// Disabled records footprints but skips nothing (--rematch-skip=false).
 	Disabled bool
 	// Rand returns a number in [0, 1); nil means math/rand/v2.
@@ -51,7 +58,8 @@ type skipPlan struct {
 	s        *Skip
 	oldBuilt time.Time
 	ids      map[uint64]struct{}
-	first    atomic.Bool // the first skippable report was checked
+	first    atomic.Bool  // the first skippable report was checked
+	sampled  atomic.Int64 // sampled checks so far, the first aside
 }
 
 // planSkip diffs the previous DB with m's and returns what the pass can
@@ -126,5 +134,11 @@ func (sp *skipPlan) check() bool {
 	if r == nil {
 		r = rand.Float64
 	}
-	return r() < rate
+	if r() >= rate {
+		return false
+	}
+	if max := int64(sp.s.SampleMax); max > 0 && sp.sampled.Add(1) > max {
+		return false
+	}
+	return true
 }

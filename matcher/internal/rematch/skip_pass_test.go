@@ -182,3 +182,26 @@ func listed(t *testing.T, c Client) []string {
 		}
 	}
 }
+
+// TestPassSkipCheckCapped samples every skippable report (Sample 1) under a
+// cap of one: the pass matches the first skippable report and one sampled
+// report in full, and skips the other three, of the five the broken diff
+// lets it skip.
+func TestPassSkipCheckCapped(t *testing.T) {
+	saved := keyedDiffs
+	t.Cleanup(func() { keyedDiffs = saved })
+	keyedDiffs = nil
+	dir1 := writeDB(t, advisory.Real, db1Built)
+	dir2 := writeDB(t, changedAdvisories(), db2Built)
+	w := newSkipWorld(t, dir1, nil)
+	w.pass.Skip.Previous = func() (string, bool) { return dir1, true }
+	w.pass.Skip.Sample = 1
+	w.pass.Skip.SampleMax = 1
+	res, err := w.pass.Run(context.Background(), openWith(t, dir2, Options{Footprints: true}))
+	if err != nil || !res.Finished {
+		t.Fatalf("pass: %+v, %v", res, err)
+	}
+	if res.Total != 5 || res.Skipped != 3 || w.metrics.skipped.Load() != 3 {
+		t.Fatalf("pass %+v, %d skipped in metrics; want 5 reports, 3 skipped (2 checked: the first and one sampled)", res, w.metrics.skipped.Load())
+	}
+}
