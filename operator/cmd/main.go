@@ -82,6 +82,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("kubernetes client config: %w", err)
 	}
+	// A wave of scans leaves the heap at its size for as long as the
+	// operator then idles: hand it back once the operator goes quiet.
+	idleCtx, stopIdle := context.WithCancel(ctx)
+	defer stopIdle()
+	go memlimit.ReleaseWhenIdle(idleCtx, memlimit.Idle{})
 	return start(ctx, cfg, o)
 }
 
