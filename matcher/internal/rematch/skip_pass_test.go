@@ -145,14 +145,7 @@ func TestPassSkipSameResults(t *testing.T) {
 // reports the DB change did change as mismatches, and uploads them, so
 // results-api ends as after a full pass.
 func TestPassSkipCheckCatchesMismatch(t *testing.T) {
-	saved := keyedDiffs
-	t.Cleanup(func() { keyedDiffs = saved })
-	keyedDiffs = nil
-	dir1 := writeDB(t, advisory.Real, db1Built)
-	dir2 := writeDB(t, changedAdvisories(), db2Built)
-	w := newSkipWorld(t, dir1, nil)
-	w.pass.Skip.Previous = func() (string, bool) { return dir1, true }
-	w.pass.Skip.Sample = 1
+	w, dir2 := newBrokenDiffWorld(t)
 	res, err := w.pass.Run(context.Background(), openWith(t, dir2, Options{Footprints: true}))
 	if err != nil || !res.Finished {
 		t.Fatalf("pass: %+v, %v", res, err)
@@ -188,14 +181,7 @@ func listed(t *testing.T, c Client) []string {
 // report in full, and skips the other three, of the five the broken diff
 // lets it skip.
 func TestPassSkipCheckCapped(t *testing.T) {
-	saved := keyedDiffs
-	t.Cleanup(func() { keyedDiffs = saved })
-	keyedDiffs = nil
-	dir1 := writeDB(t, advisory.Real, db1Built)
-	dir2 := writeDB(t, changedAdvisories(), db2Built)
-	w := newSkipWorld(t, dir1, nil)
-	w.pass.Skip.Previous = func() (string, bool) { return dir1, true }
-	w.pass.Skip.Sample = 1
+	w, dir2 := newBrokenDiffWorld(t)
 	w.pass.Skip.SampleMax = 1
 	res, err := w.pass.Run(context.Background(), openWith(t, dir2, Options{Footprints: true}))
 	if err != nil || !res.Finished {
@@ -204,4 +190,21 @@ func TestPassSkipCheckCapped(t *testing.T) {
 	if res.Total != 5 || res.Skipped != 3 || w.metrics.skipped.Load() != 3 {
 		t.Fatalf("pass %+v, %d skipped in metrics; want 5 reports, 3 skipped (2 checked: the first and one sampled)", res, w.metrics.skipped.Load())
 	}
+}
+
+// newBrokenDiffWorld is a skipWorld after a full pass against DB 1, with a
+// diff that names no change at all (so every report is skippable) and every
+// skippable report sampled for the check; it returns DB 2's folder, whose
+// advisories change three of the five reports.
+func newBrokenDiffWorld(t *testing.T) (*skipWorld, string) {
+	t.Helper()
+	saved := keyedDiffs
+	t.Cleanup(func() { keyedDiffs = saved })
+	keyedDiffs = nil
+	dir1 := writeDB(t, advisory.Real, db1Built)
+	dir2 := writeDB(t, changedAdvisories(), db2Built)
+	w := newSkipWorld(t, dir1, nil)
+	w.pass.Skip.Previous = func() (string, bool) { return dir1, true }
+	w.pass.Skip.Sample = 1
+	return w, dir2
 }
