@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -354,13 +355,11 @@ func (r *Reconciler) admit(ctx context.Context, owner types.NamespacedName, p *p
 // digest, read from the cache after this Scanner claimed the digest: a Job
 // whose claim was released before the claim was taken is in the cache.
 func (r *Reconciler) runningElsewhere(ctx context.Context, s *crowsnestv1alpha1.Scanner, digest string) (string, error) {
-	var list batchv1.JobList
-	if err := r.List(ctx, &list, client.MatchingFields{jobDigestField: digest}, client.MatchingLabels{scanjob.LabelDigestHash: scanjob.DigestHash(digest)},
-		client.UnsafeDisableDeepCopy); err != nil {
+	list, err := r.jobIndex.jobs(ctx, r, jobDigestField, digest, "", labels.SelectorFromSet(labels.Set{scanjob.LabelDigestHash: scanjob.DigestHash(digest)}))
+	if err != nil {
 		return "", fmt.Errorf("list scan jobs of %s: %w", digest, err)
 	}
-	for i := range list.Items {
-		job := &list.Items[i]
+	for _, job := range list {
 		if job.Annotations[scanjob.AnnotationDigest] != digest || (job.Namespace == s.Namespace && job.Labels[scanjob.LabelScanner] == s.Name) {
 			continue
 		}
@@ -376,13 +375,12 @@ func (r *Reconciler) runningElsewhere(ctx context.Context, s *crowsnestv1alpha1.
 // budget calls it under its lock, so that no claim is released between this
 // read and the decision it feeds.
 func (r *Reconciler) runningJobs(ctx context.Context) map[string]types.NamespacedName {
-	var list batchv1.JobList
 	running := map[string]types.NamespacedName{}
-	if err := r.List(ctx, &list, client.MatchingFields{jobActiveField: "true"}, client.HasLabels{scanjob.LabelDigestHash}, client.UnsafeDisableDeepCopy); err != nil {
+	list, err := r.jobIndex.jobs(ctx, r, jobActiveField, "true", "", scanJobLabel)
+	if err != nil {
 		return running // the cache does not fail a list of a cached kind
 	}
-	for i := range list.Items {
-		job := &list.Items[i]
+	for _, job := range list {
 		if readJob(job).result.phase == jobActive {
 			running[job.Annotations[scanjob.AnnotationDigest]] = types.NamespacedName{Namespace: job.Namespace, Name: job.Labels[scanjob.LabelScanner]}
 		}

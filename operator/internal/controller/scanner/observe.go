@@ -96,14 +96,12 @@ func (r *Reconciler) observe(ctx context.Context, s *crowsnestv1alpha1.Scanner) 
 // indexes (jobcache.go): a reconcile costs the Jobs it is about, not every
 // scan Job of the cluster.
 func (r *Reconciler) observeJobs(ctx context.Context, s *crowsnestv1alpha1.Scanner, targets map[string]*discovery.Target) (jobs, elsewhere map[string]*scanJob, foreign []*batchv1.Job, err error) {
-	var own batchv1.JobList
-	if err := r.List(ctx, &own, client.InNamespace(s.Namespace), client.MatchingFields{jobScannerField: s.Name},
-		client.HasLabels{scanjob.LabelDigestHash}, client.UnsafeDisableDeepCopy); err != nil {
+	own, err := r.jobIndex.jobs(ctx, r, jobScannerField, s.Name, s.Namespace, scanJobLabel)
+	if err != nil {
 		return nil, nil, nil, fmt.Errorf("list scan jobs: %w", err)
 	}
 	jobs = map[string]*scanJob{}
-	for i := range own.Items {
-		job := &own.Items[i]
+	for _, job := range own {
 		digest := job.Annotations[scanjob.AnnotationDigest]
 		if discovery.ValidDigest(digest) != nil {
 			continue
@@ -132,12 +130,11 @@ func (r *Reconciler) observeJobs(ctx context.Context, s *crowsnestv1alpha1.Scann
 	}
 	elsewhere = map[string]*scanJob{}
 	for digest := range targets {
-		var list batchv1.JobList
-		if err := r.List(ctx, &list, client.MatchingFields{jobDigestField: digest}, client.HasLabels{scanjob.LabelDigestHash}, client.UnsafeDisableDeepCopy); err != nil {
+		list, err := r.jobIndex.jobs(ctx, r, jobDigestField, digest, "", scanJobLabel)
+		if err != nil {
 			return nil, nil, nil, fmt.Errorf("list scan jobs of %s: %w", digest, err)
 		}
-		for i := range list.Items {
-			job := &list.Items[i]
+		for _, job := range list {
 			if job.Namespace == s.Namespace && job.Labels[scanjob.LabelScanner] == s.Name {
 				continue // this Scanner's own (above)
 			}

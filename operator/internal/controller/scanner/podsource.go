@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -45,7 +46,12 @@ type listRetry struct {
 // namespaceScanners turns a namespace into reconcile requests of its
 // Scanners, retrying a failed list with backoff.
 type namespaceScanners struct {
-	reader  client.Reader
+	reader client.Reader
+	// idx, when set, is the Scanner informer's indexer (a cluster-wide
+	// cache): its namespace index answers without a List, which cost a
+	// new ScannerList and a reflected copy per call — 780,000 calls, a
+	// GB allocated, in a 100,000-Pod run (each Job event, ~40 peers).
+	idx     toolscache.Indexer
 	limiter workqueue.TypedRateLimiter[listRetry]
 	retries workqueue.TypedDelayingInterface[listRetry]
 }
@@ -70,6 +76,19 @@ func (n *namespaceScanners) requests(ctx context.Context, ns, watch string) []re
 }
 
 func (n *namespaceScanners) list(ctx context.Context, ns string) ([]reconcile.Request, error) {
+	if n.idx != nil {
+		objs, err := n.idx.ByIndex(toolscache.NamespaceIndex, ns)
+		if err != nil {
+			return nil, err
+		}
+		reqs := make([]reconcile.Request, 0, len(objs))
+		for _, o := range objs {
+			if s, ok := o.(*crowsnestv1alpha1.Scanner); ok {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
+			}
+		}
+		return reqs, nil
+	}
 	var list crowsnestv1alpha1.ScannerList
 	// Only the names are read: no copies (a Job's start or end lists the
 	// Scanners of each of the ~40 namespaces that run its digest).

@@ -83,6 +83,8 @@ type Reconciler struct {
 	Options   Options
 	Now       func() time.Time
 
+	// jobIndex reads the cached scan Jobs by their indexes.
+	jobIndex jobReader
 	// pods are the workload Pods, read in place.
 	pods *podcache.Cache
 	// platforms are the nodes' os/arch.

@@ -107,6 +107,12 @@ func Setup(mgr ctrl.Manager, deps Deps) error {
 	}
 	r := newReconciler(mgr, deps)
 	r.pods = pods
+	if r.jobIndex, err = newJobReader(context.Background(), mgr.GetCache()); err != nil {
+		return fmt.Errorf("set up scanner controller: %w", err)
+	}
+	if r.namespaces.idx, err = scannerIndexer(context.Background(), mgr.GetCache()); err != nil {
+		return fmt.Errorf("set up scanner controller: %w", err)
+	}
 	if err := setupInventory(mgr, pods, r.Publisher, deps.Options); err != nil {
 		return err
 	}
