@@ -28,6 +28,7 @@ type Budget struct {
 	rescans  *rate.Limiter // nil: no rate limit
 	wake     func(types.NamespacedName)
 	lastWake map[types.NamespacedName]time.Time
+	queue    shareQueue // share's storage, under mu
 }
 
 // claim says that owner created (or is creating) job for a digest.
@@ -136,7 +137,7 @@ func (c *Budget) Admit(owner types.NamespacedName, want []Request, running func(
 		} else {
 			delete(c.waiting, owner)
 		}
-		shares := share(c.waiting, byOwner, max(c.cap-inUse, 0))
+		shares := share(c.waiting, byOwner, max(c.cap-inUse, 0), &c.queue)
 		slots = shares[owner]
 		if w, ok := c.waiting[owner]; ok {
 			switch {

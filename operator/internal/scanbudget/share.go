@@ -13,8 +13,11 @@ import (
 // round-robin when all start from nothing, and which gives a slot a busy
 // Scanner frees to one that has none. It costs O((waiting + free) log
 // waiting): with a ClusterScanner over 2,000 namespaces every reconcile
-// calls it, most often with nothing free.
-func share(waiting map[types.NamespacedName]waiter, running map[types.NamespacedName]int, free int) map[types.NamespacedName]int {
+// calls it, most often with nothing free. buf, when not nil, is the queue's
+// storage, reused from call to call (the caller holds it alone): 2,000
+// waiting Scanners are a 112 KB queue, built on every call that finds more
+// than one slot free.
+func share(waiting map[types.NamespacedName]waiter, running map[types.NamespacedName]int, free int, buf *shareQueue) map[types.NamespacedName]int {
 	if free <= 0 || len(waiting) == 0 {
 		return nil
 	}
@@ -33,7 +36,14 @@ func share(waiting map[types.NamespacedName]waiter, running map[types.Namespaced
 		}
 		return map[types.NamespacedName]int{best.key: 1}
 	}
-	h := make(shareQueue, 0, len(waiting))
+	var h shareQueue
+	if buf != nil {
+		h = (*buf)[:0]
+		defer func() { *buf = h[:0] }()
+	}
+	if cap(h) < len(waiting) {
+		h = make(shareQueue, 0, len(waiting))
+	}
 	for k, w := range waiting {
 		if w.want > 0 {
 			h = append(h, shareEntry{key: k, since: w.since, load: running[k], want: w.want})

@@ -26,7 +26,7 @@ func TestShareRoundRobinOldestFirst(t *testing.T) {
 	}{
 		{0, 0, 0, 0}, {1, 1, 0, 0}, {2, 1, 1, 0}, {3, 1, 1, 1}, {5, 2, 1, 2}, {8, 4, 1, 3}, {20, 5, 1, 5},
 	} {
-		got := share(waiting, nil, tt.free)
+		got := share(waiting, nil, tt.free, nil)
 		if got[key("a")] != tt.a || got[key("b")] != tt.b || got[key("c")] != tt.c {
 			t.Errorf("free %d: shares %v, want a=%d b=%d c=%d", tt.free, got, tt.a, tt.b, tt.c)
 		}
@@ -38,6 +38,7 @@ func TestShareRoundRobinOldestFirst(t *testing.T) {
 // random waiting sets with ties in load and in waiting time.
 func TestShareMatchesOneSlotAtATime(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 7))
+	var buf shareQueue // reused from round to round, as Budget reuses it
 	for round := range 500 {
 		waiting := map[types.NamespacedName]waiter{}
 		running := map[types.NamespacedName]int{}
@@ -47,7 +48,7 @@ func TestShareMatchesOneSlotAtATime(t *testing.T) {
 			running[k] = rng.IntN(3)
 		}
 		free := rng.IntN(40)
-		got, want := share(waiting, running, free), shareByScan(waiting, running, free)
+		got, want := share(waiting, running, free, &buf), shareByScan(waiting, running, free)
 		for k := range waiting {
 			if got[k] != want[k] {
 				t.Fatalf("round %d, free %d, %v: share gives %d, one slot at a time gives %d", round, free, k, got[k], want[k])
@@ -98,13 +99,14 @@ func BenchmarkShare(b *testing.B) {
 		waiting[k] = waiter{want: 1 + i%3, since: t0.Add(time.Duration(i%50) * time.Millisecond)}
 		running[k] = i % 2
 	}
+	var buf shareQueue
 	for _, free := range []int{1, 50} {
-		if got, want := share(waiting, running, free), shareByScan(waiting, running, free); !maps.Equal(got, want) {
+		if got, want := share(waiting, running, free, &buf), shareByScan(waiting, running, free); !maps.Equal(got, want) {
 			b.Fatalf("free %d: share %v, definition %v", free, got, want)
 		}
 		b.Run(fmt.Sprintf("share/free=%d", free), func(b *testing.B) {
 			for b.Loop() {
-				share(waiting, running, free)
+				share(waiting, running, free, &buf)
 			}
 		})
 		b.Run(fmt.Sprintf("definition/free=%d", free), func(b *testing.B) {

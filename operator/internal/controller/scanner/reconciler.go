@@ -237,14 +237,12 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, s *crowsnestv1alph
 	if equality.Semantic.DeepEqual(before.Status, s.Status) {
 		return nil
 	}
-	// The counts are required and never omitted, but a diff carries only
-	// the fields that changed, and a Scanner whose status was never written
-	// has no counts on the server to keep. Diffing against impossible counts
-	// puts all five in every patch.
-	base := before.DeepCopy()
-	base.Status.Images, base.Status.Scanned, base.Status.Queued, base.Status.Scanning, base.Status.Failed = -1, -1, -1, -1, -1
+	patch, err := statusPatch(&before.Status, &s.Status)
+	if err != nil {
+		return err
+	}
 	// A Scanner deleted meanwhile has no status left to write.
-	if err := client.IgnoreNotFound(r.Status().Patch(ctx, s, client.MergeFrom(base))); err != nil {
+	if err := client.IgnoreNotFound(r.Status().Patch(ctx, s, client.RawPatch(types.MergePatchType, patch))); err != nil {
 		return fmt.Errorf("patch scanner status: %w", err)
 	}
 	return nil
