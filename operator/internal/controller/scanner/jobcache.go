@@ -127,14 +127,6 @@ func fastIndex(field string) string { return "crowsnest/" + field }
 // newJobReader adds jobIndexes to c's Job informer and reads through its
 // indexer when c has one informer for Jobs.
 func newJobReader(ctx context.Context, c cache.Cache) (jobReader, error) {
-	inf, err := c.GetInformer(ctx, &batchv1.Job{}, cache.BlockUntilSynced(false))
-	if err != nil {
-		return jobReader{}, fmt.Errorf("scan job informer: %w", err)
-	}
-	sii, ok := inf.(toolscache.SharedIndexInformer)
-	if !ok {
-		return jobReader{}, nil
-	}
 	indexers := toolscache.Indexers{}
 	for _, ix := range jobIndexes {
 		indexers[fastIndex(ix.field)] = func(obj any) ([]string, error) {
@@ -151,27 +143,48 @@ func newJobReader(ctx context.Context, c cache.Cache) (jobReader, error) {
 			return keys, nil
 		}
 	}
-	if err := sii.AddIndexers(indexers); err != nil {
-		return jobReader{}, fmt.Errorf("index scan jobs: %w", err)
+	idx, err := informerIndexer(ctx, c, &batchv1.Job{}, indexers)
+	if err != nil {
+		return jobReader{}, fmt.Errorf("scan jobs: %w", err)
 	}
-	return jobReader{idx: sii.GetIndexer()}, nil
+	return jobReader{idx: idx}, nil
 }
 
 // scannerIndexer returns the indexer of c's Scanner informer, with its
 // namespace index, when c has one informer for Scanners (cluster-wide);
 // nil otherwise.
 func scannerIndexer(ctx context.Context, c cache.Cache) (toolscache.Indexer, error) {
-	inf, err := c.GetInformer(ctx, &crowsnestv1alpha1.Scanner{}, cache.BlockUntilSynced(false))
+	idx, err := informerIndexer(ctx, c, &crowsnestv1alpha1.Scanner{},
+		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 	if err != nil {
-		return nil, fmt.Errorf("scanner informer: %w", err)
+		return nil, fmt.Errorf("scanners: %w", err)
+	}
+	return idx, nil
+}
+
+// informerIndexer returns the indexer of c's informer for obj's kind, with
+// indexers added (those it has already are kept), when c has one client-go
+// informer for the kind (a cluster-wide cache); nil when it has one per
+// namespace, which exposes no indexer.
+func informerIndexer(ctx context.Context, c cache.Cache, obj client.Object, indexers toolscache.Indexers) (toolscache.Indexer, error) {
+	inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, fmt.Errorf("informer: %w", err)
 	}
 	sii, ok := inf.(toolscache.SharedIndexInformer)
 	if !ok {
 		return nil, nil
 	}
-	if _, ok := sii.GetIndexer().GetIndexers()[toolscache.NamespaceIndex]; !ok {
-		if err := sii.AddIndexers(toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}); err != nil {
-			return nil, fmt.Errorf("index scanners by namespace: %w", err)
+	have := sii.GetIndexer().GetIndexers()
+	add := toolscache.Indexers{}
+	for name, fn := range indexers {
+		if _, ok := have[name]; !ok {
+			add[name] = fn
+		}
+	}
+	if len(add) > 0 {
+		if err := sii.AddIndexers(add); err != nil {
+			return nil, fmt.Errorf("add indexers: %w", err)
 		}
 	}
 	return sii.GetIndexer(), nil
