@@ -273,23 +273,6 @@ e2e-chart: stack-deps tool-gotestsum tool-helm tool-tilt build-kubectl-plugin we
 	hack/deps.sh chromium
 	$(timed) $(call gotest,e2e-chart,$(E2E_MODULE),CROWSNEST_E2E_CHART=1,-count=1 -race -p 1 -timeout=40m -v $(E2E_CHART_RUN) ./e2echart/)
 
-# prebuild-e2e compiles what make e2e builds into Go's build cache only: the
-# components' and the stack's dependencies outside their own modules (no file
-# in bin/, and no file a suite may be rewriting meanwhile, like the dashboard
-# results-api embeds), the stack module's test binaries with -race, and the
-# stack's tools that make test does not use (kwok, CoreDNS). Not the tools
-# make test builds too (kube-apiserver, Grype, nats-server, gotestsum): each
-# is built under a lock, and a suite waiting on a lock held by a build at
-# the lowest priority would wait for it at that priority. .ci/run runs it in
-# the background during make test and waits for it before make e2e, whose
-# own builds then find their dependencies compiled.
-.PHONY: prebuild-e2e
-prebuild-e2e: ## Compile the end-to-end suites' binaries and tools ahead, into the build caches only (CI runs it in the background).
-	hack/tools.sh kwok coredns
-	for m in $(COMPONENT_IMAGES) kubectl-crowsnest test/stack; do (cd $$m && echo "prebuild $$m" && \
-	  GOWORK=off CGO_ENABLED=0 go build -trimpath -o /dev/null $$(GOWORK=off CGO_ENABLED=0 go list -deps -f '{{if not .Standard}}{{if not .Module.Main}}{{.ImportPath}}{{end}}{{end}}' ./...)); done
-	cd $(E2E_MODULE) && GOWORK=off go test -race -count=1 -exec /bin/true ./... >/dev/null
-
 .PHONY: bench-rematch-e2e
 BENCH_REMATCH_IMAGES ?= 1000
 bench-rematch-e2e: stack-deps tool-gotestsum ## A DB update reaching a fleet end to end on the local stack: BENCH_REMATCH_IMAGES (1,000) running images with stored reports, a full and a daily re-match, findings.changed and the notifier's webhook for every affected image (report: dist/bench-rematch-e2e.md).

@@ -9,11 +9,16 @@ apt_install() {
 		echo "deps: $* missing and not root; install them with: sudo apt-get install $*" >&2
 		exit 1
 	fi
+	# One apt at a time: .ci/run's end-to-end suites run beside make test,
+	# and a second apt-get fails at once on dpkg's lock instead of waiting.
+	exec {lock}>"${TMPDIR:-/tmp}/crowsnest-apt.lock"
+	flock "$lock"
 	if ((need_apt_update)); then
 		apt-get update -qq
 		need_apt_update=0
 	fi
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 "$@" >/dev/null
+	exec {lock}>&-
 }
 
 for dep in "$@"; do

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -89,10 +91,11 @@ type Stack struct {
 	mirrorN         int
 	mirrorDownloads atomic.Int64
 
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	closers []func()
-	ownDir  bool
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closers   []func()
+	ownDir    bool
+	closeOnce sync.Once
 }
 
 // Start brings the stack up in dependency order. On error everything
@@ -345,8 +348,35 @@ func (s *Stack) goRun(ctx context.Context, name string, run func(context.Context
 	}()
 }
 
-// Close stops everything in reverse order and removes the temp state.
-func (s *Stack) Close() {
+// Close stops everything in reverse order and removes the temp state. A
+// second call (CloseOnSignal's beside the test's own) waits for the first.
+func (s *Stack) Close() { s.closeOnce.Do(s.close) }
+
+// CloseOnSignal closes the stack and exits with status 1 when SIGTERM or
+// SIGINT arrives, so that a test run stopped from outside (.ci/run ending
+// early while the end-to-end suites run beside make test) still removes
+// the node's containers, mounts and network links instead of leaving them
+// to the next stack's sweep. stop ends the watch; call it before Close.
+func (s *Stack) CloseOnSignal() (stop func()) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGTERM, os.Interrupt)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-c:
+			fmt.Fprintf(os.Stderr, "stack: %s: closing the stack\n", sig)
+			s.Close()
+			os.Exit(1)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(c)
+		close(done)
+	}
+}
+
+func (s *Stack) close() {
 	if s.cancel != nil {
 		s.cancel()
 	}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +26,10 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	// A stop (SIGTERM, SIGINT) while the stack starts cancels the start,
+	// which stops what it started; once up, CloseOnSignal closes it.
+	ctx, stopStart := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stopStart()
 	level := slog.LevelWarn
 	if os.Getenv("CROWSNEST_E2E_VERBOSE") != "" {
 		level = slog.LevelInfo
@@ -47,7 +53,10 @@ func run(m *testing.M) int {
 	}
 	fmt.Fprintf(os.Stderr, "stack up in %s (state %s)\n", time.Since(start).Round(time.Millisecond), s.Options.StateDir)
 	shared = s
+	stopStart()
+	stop := s.CloseOnSignal()
 	code := m.Run()
+	stop()
 	s.Close()
 	return code
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,6 +40,10 @@ func run(m *testing.M) int {
 	// Start waits for it.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
+	// A stop (SIGTERM, SIGINT) while the stack starts cancels the start,
+	// which stops what it started; once up, CloseOnSignal closes it.
+	ctx, stopStart := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stopStart()
 	level := slog.LevelWarn
 	if os.Getenv("CROWSNEST_E2E_VERBOSE") != "" {
 		level = slog.LevelInfo
@@ -51,7 +57,10 @@ func run(m *testing.M) int {
 	}
 	fmt.Fprintf(os.Stderr, "cluster up in %s (state %s, registry %s)\n", time.Since(start).Round(time.Millisecond), s.Options.StateDir, s.ImageRegistry())
 	cluster = s
+	stopStart()
+	stop := s.CloseOnSignal()
 	code := m.Run()
+	stop()
 	s.Close()
 	return code
 }
