@@ -66,7 +66,7 @@ func TestCloseOnSignal(t *testing.T) {
 			if tc.wantClosed && (ws.Signaled() || ws.ExitStatus() != 1) {
 				t.Fatalf("child exit %v, want status 1 after closing", ws)
 			}
-			if !tc.wantClosed && !(ws.Signaled() && ws.Signal() == syscall.SIGTERM) {
+			if !tc.wantClosed && (!ws.Signaled() || ws.Signal() != syscall.SIGTERM) {
 				t.Fatalf("child exit %v, want killed by SIGTERM once the watch stopped", ws)
 			}
 		})
