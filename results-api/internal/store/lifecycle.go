@@ -83,6 +83,63 @@ WHERE l.digest = $1 AND l.resolved_at IS NULL AND (l.vuln_id, l.pkg_name, l.pkg_
 	return seen, nil
 }
 
+// startLifecycle is touchLifecycle for a digest that has no lifecycle rows
+// (its report was just inserted, and the rows go with the report): every
+// key is first seen at, and KEV since at where any of its findings is
+// KEV-listed, so the rows are known without asking Postgres and go in with
+// COPY, without touchLifecycle's conflict handling, RETURNING and resolve
+// pass (~3 ms of Postgres per 129-finding report, docs/benchmarks.md).
+func startLifecycle(ctx context.Context, conn *sql.Conn, digest string, at time.Time, fs []report.Finding) (map[lifecycleKey]report.Seen, error) {
+	at = at.UTC()
+	seen := make(map[lifecycleKey]report.Seen, len(fs))
+	severity := make(map[lifecycleKey]report.Severity, len(fs))
+	keys := make([]lifecycleKey, 0, len(fs))
+	for i := range fs {
+		f := &fs[i]
+		k := keyOf(f)
+		s, ok := seen[k]
+		if !ok {
+			keys = append(keys, k)
+			s.FirstSeen = at
+		}
+		// A key listed twice (the same package at two locations) is one
+		// finding: its worst severity, KEV if either is.
+		if f.Risk.KEV {
+			s.KEVSince = at
+		}
+		seen[k] = s
+		severity[k] = max(severity[k], f.Severity)
+	}
+	if len(keys) == 0 {
+		return seen, nil
+	}
+	src := pgx.CopyFromSlice(len(keys), func(i int) ([]any, error) {
+		k := keys[i]
+		var kev *time.Time
+		if s := seen[k]; !s.KEVSince.IsZero() {
+			kev = &s.KEVSince
+		}
+		return []any{digest, k.id, k.name, k.version, k.typ, int16(severity[k]), at, kev}, nil
+	})
+	err := conn.Raw(func(dc any) error {
+		pc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("driver connection is %T, want pgx stdlib", dc)
+		}
+		n, err := pc.Conn().CopyFrom(ctx, pgx.Identifier{"finding_lifecycle"}, lifecycleColumns, src)
+		if err == nil && n != int64(len(keys)) {
+			err = fmt.Errorf("copied %d of %d lifecycle rows", n, len(keys))
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("finding lifecycle: %w", err)
+	}
+	return seen, nil
+}
+
+var lifecycleColumns = []string{"digest", "vuln_id", "pkg_name", "pkg_version", "pkg_type", "severity", "first_seen", "kev_since"}
+
 // LifecycleEntry is one finding key's lifecycle in a digest.
 type LifecycleEntry struct {
 	report.FindingKey

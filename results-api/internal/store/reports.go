@@ -110,7 +110,7 @@ func (s *Store) putTx(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *repor
 		if ins.RowsAffected == 1 {
 			res.Created = true
 			res.Summary = row.summary()
-			if err := writeContents(ctx, tx, conn, r); err != nil {
+			if err := writeContents(ctx, tx, conn, r, true); err != nil {
 				return err
 			}
 			ch := report.Baseline(r.FindingList)
@@ -168,7 +168,7 @@ func (s *Store) putTx(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *repor
 	if err := tx.Where("digest = ?", r.Digest).Delete(&findingRow{}).Error; err != nil {
 		return err
 	}
-	if err := writeContents(ctx, tx, conn, r); err != nil {
+	if err := writeContents(ctx, tx, conn, r, false); err != nil {
 		return err
 	}
 	ch := report.Diff(prev, r.FindingList)
@@ -231,10 +231,16 @@ func lockReport(tx *gorm.DB, digest string, into *reportRow) (bool, error) {
 	return q.RowsAffected == 1, q.Error
 }
 
-// writeContents records the lifecycle of r's findings (touchLifecycle)
-// and writes the findings, carrying it, and the compressed BOM of r.
-func writeContents(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *report.Report) error {
-	seen, err := touchLifecycle(ctx, conn, r.Digest, r.StoredAt, r.FindingList)
+// writeContents records the lifecycle of r's findings (touchLifecycle, or
+// startLifecycle when fresh: the digest had no report, so it has no
+// lifecycle rows either) and writes the findings, carrying it, and the
+// compressed BOM of r.
+func writeContents(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *report.Report, fresh bool) error {
+	touch := touchLifecycle
+	if fresh {
+		touch = startLifecycle
+	}
+	seen, err := touch(ctx, conn, r.Digest, r.StoredAt, r.FindingList)
 	if err != nil {
 		return err
 	}
