@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/gorm"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
@@ -98,7 +96,7 @@ func recordChange(ctx context.Context, tx *gorm.DB, conn *sql.Conn, sum *report.
 // connection of the open transaction (as copyFindings).
 func copyChangeFindings(ctx context.Context, conn *sql.Conn, ch *report.Change) error {
 	n := len(ch.New) + len(ch.Resolved) + len(ch.KEVAdded)
-	src := pgx.CopyFromSlice(n, func(i int) ([]any, error) {
+	return copyIn(ctx, conn, "report_change_findings", changeFindingColumns, n, func(i int) ([]any, error) {
 		kind, f := kindNew, ch.New
 		if i >= len(ch.New) {
 			kind, f, i = kindResolved, ch.Resolved, i-len(ch.New)
@@ -112,14 +110,6 @@ func copyChangeFindings(ctx context.Context, conn *sql.Conn, ch *report.Change) 
 			fixed = []string{}
 		}
 		return []any{ch.ID, kind, c.ID, int16(c.Severity), c.Name, c.Version, c.Type, fixed, c.Risk.KEV, c.Risk.EPSS, c.Risk.Score}, nil
-	})
-	return conn.Raw(func(dc any) error {
-		pc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("driver connection is %T, want pgx stdlib", dc)
-		}
-		_, err := pc.Conn().CopyFrom(ctx, pgx.Identifier{"report_change_findings"}, changeFindingColumns, src)
-		return err
 	})
 }
 

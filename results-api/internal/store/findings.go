@@ -24,13 +24,11 @@ var findingColumns = []string{"digest", "vuln_id", "source", "severity", "cvss_s
 // unnest(14 arrays): it needs no per-column arrays or per-finding
 // json.Marshal in Go (the store's Go CPU per 1 MB report fell from 12.5
 // to 5 ms); the Postgres side costs about the same (docs/benchmarks.md).
-// gorm has no COPY, so this one statement goes through pgx on gorm's own
-// connection.
 func copyFindings(ctx context.Context, conn *sql.Conn, digest string, fs []report.Finding, seen map[lifecycleKey]report.Seen) error {
 	if len(fs) == 0 {
 		return nil
 	}
-	src := pgx.CopyFromSlice(len(fs), func(i int) ([]any, error) {
+	err := copyIn(ctx, conn, "findings", findingColumns, len(fs), func(i int) ([]any, error) {
 		f := &fs[i]
 		fixed := f.FixedIn
 		if fixed == nil {
@@ -48,14 +46,23 @@ func copyFindings(ctx context.Context, conn *sql.Conn, digest string, fs []repor
 			f.Package.Name, f.Package.Version, f.Package.Type, f.Package.PURL, fixed, f.Fixable(),
 			f.Description, f.URL, f.Risk.EPSS, f.Risk.KEV, f.Risk.Score, sn.FirstSeen, kevSince}, nil
 	})
+	return err
+}
+
+// copyIn writes n rows (row(i) gives the i-th) into table's columns with
+// COPY … FROM STDIN (binary) on conn, the connection that holds the open
+// transaction, so the rows commit or roll back with it, and fails unless
+// all n were copied. gorm has no COPY: this goes through pgx on gorm's
+// own connection.
+func copyIn(ctx context.Context, conn *sql.Conn, table string, columns []string, n int, row func(int) ([]any, error)) error {
 	return conn.Raw(func(dc any) error {
 		pc, ok := dc.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("driver connection is %T, want pgx stdlib", dc)
 		}
-		n, err := pc.Conn().CopyFrom(ctx, pgx.Identifier{"findings"}, findingColumns, src)
-		if err == nil && n != int64(len(fs)) {
-			err = fmt.Errorf("copied %d of %d findings", n, len(fs))
+		got, err := pc.Conn().CopyFrom(ctx, pgx.Identifier{table}, columns, pgx.CopyFromSlice(n, row))
+		if err == nil && got != int64(n) {
+			err = fmt.Errorf("copied %d of %d rows into %s", got, n, table)
 		}
 		return err
 	})

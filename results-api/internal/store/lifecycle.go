@@ -113,24 +113,13 @@ func startLifecycle(ctx context.Context, conn *sql.Conn, digest string, at time.
 	if len(keys) == 0 {
 		return seen, nil
 	}
-	src := pgx.CopyFromSlice(len(keys), func(i int) ([]any, error) {
+	err := copyIn(ctx, conn, "finding_lifecycle", lifecycleColumns, len(keys), func(i int) ([]any, error) {
 		k := keys[i]
 		var kev *time.Time
 		if s := seen[k]; !s.KEVSince.IsZero() {
 			kev = &s.KEVSince
 		}
 		return []any{digest, k.id, k.name, k.version, k.typ, int16(severity[k]), at, kev}, nil
-	})
-	err := conn.Raw(func(dc any) error {
-		pc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("driver connection is %T, want pgx stdlib", dc)
-		}
-		n, err := pc.Conn().CopyFrom(ctx, pgx.Identifier{"finding_lifecycle"}, lifecycleColumns, src)
-		if err == nil && n != int64(len(keys)) {
-			err = fmt.Errorf("copied %d of %d lifecycle rows", n, len(keys))
-		}
-		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("finding lifecycle: %w", err)
