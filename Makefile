@@ -156,10 +156,16 @@ GOTESTSUM_FORMAT ?= pkgname
 # dist/test-json unless given).
 gotest = mkdir -p $(or $(5),$(TEST_JSON)) && cd $(2) && GOWORK=off $(3) gotestsum --jsonfile $(or $(5),$(TEST_JSON))/$(1).json --format $(GOTESTSUM_FORMAT) $(GOTESTSUM_FLAGS) -- $(4)
 
-# timed: put first on a recipe line to record the line's wall time and exit
-# status as "TARGET SECONDS STATUS" in $CROWSNEST_STEP_LOG when that is set
-# (.ci/run sets it and prints the table at the end).
-timed = $(if $(CROWSNEST_STEP_LOG),start=$$SECONDS; trap 'rc=$$?; printf "%s\t%s\t%s\n" $@ $$((SECONDS - start)) $$rc >>"$(CROWSNEST_STEP_LOG)"; echo "step $@: $$((SECONDS - start)) s (exit $$rc)"' EXIT;)
+# timed: put first on a recipe line to record the line's wall time, exit
+# status and CPU time as "TARGET SECONDS STATUS CPU_SECONDS" in
+# $CROWSNEST_STEP_LOG when that is set (.ci/run sets it and prints the table
+# at the end). The CPU is the user + system time of every process the line
+# waited for (the recipe shell's children: go, the compilers, the test
+# binaries, the Postgres and browsers they started and reaped), from the
+# shell's /proc stat in clock ticks (100 a second here): a suite that used
+# 1 core-minute in a 4-minute step spent most of it waiting.
+timed = $(if $(CROWSNEST_STEP_LOG),start=$$SECONDS; trap 'rc=$$?; read -ra st </proc/$$$$/stat; cpu=$$(( (st[15] + st[16]) / $(CLK_TCK) )); printf "%s\t%s\t%s\t%s\n" $@ $$((SECONDS - start)) $$rc $$cpu >>"$(CROWSNEST_STEP_LOG)"; echo "step $@: $$((SECONDS - start)) s$(comma) CPU $$cpu s (exit $$rc)"' EXIT;)
+CLK_TCK := $(shell getconf CLK_TCK)
 
 # Go suites: test-NAME runs go test $(GO_TEST_FLAGS) ./... in each module of
 # suite_NAME (with suite_env_NAME), every module also after one fails, the
