@@ -77,34 +77,50 @@ func fingerprint(fs []report.Finding) []byte {
 	return finding.Fingerprint(report.ToContract(fs))
 }
 
-// storedFindings reads the change keys, severity, fix and risk of a
-// digest's stored findings, on
-// conn (inside the transaction that holds the report's row lock).
-func storedFindings(ctx context.Context, conn *sql.Conn, digest string) ([]report.ChangedFinding, error) {
+// storedFindings reads digest's findings rows (for report.Diff) and the
+// lifecycle of their keys (the open keys: first sighting, KEV listing and
+// worst severity of each, which live in those rows) on conn, inside the
+// transaction that replaces them.
+func storedFindings(ctx context.Context, conn *sql.Conn, digest string) ([]report.ChangedFinding, map[lifecycleKey]openKey, error) {
 	var out []report.ChangedFinding
+	open := map[lifecycleKey]openKey{}
 	err := conn.Raw(func(dc any) error {
 		pc, ok := dc.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("driver connection is %T, want pgx stdlib", dc)
 		}
-		rows, err := pc.Conn().Query(ctx, `SELECT vuln_id, severity, pkg_name, pkg_version, pkg_type, fixed_in, kev, epss, risk
+		rows, err := pc.Conn().Query(ctx, `SELECT vuln_id, severity, pkg_name, pkg_version, pkg_type, fixed_in, kev, epss, risk, first_seen, kev_since
  FROM findings WHERE digest = $1`, digest)
 		if err != nil {
 			return err
 		}
 		var f report.ChangedFinding
 		var sev int16
+		var first time.Time
+		var kevSince *time.Time
 		_, err = pgx.ForEachRow(rows, []any{&f.ID, &sev, &f.Name, &f.Version, &f.Type, &f.FixedIn,
-			&f.Risk.KEV, &f.Risk.EPSS, &f.Risk.Score}, func() error {
+			&f.Risk.KEV, &f.Risk.EPSS, &f.Risk.Score, &first, &kevSince}, func() error {
 			f.Severity = report.Severity(sev)
 			out = append(out, f)
-			f.FixedIn, f.Risk.EPSS = nil, nil
+			// A key listed twice (the same package at two locations) is
+			// one finding: its rows carry the same sightings.
+			k := lifecycleKey{f.ID, f.Name, f.Version, f.Type}
+			o, seen := open[k]
+			if !seen || first.Before(o.FirstSeen) {
+				o.FirstSeen = first.UTC()
+			}
+			if kevSince != nil && (o.KEVSince.IsZero() || kevSince.Before(o.KEVSince)) {
+				o.KEVSince = kevSince.UTC()
+			}
+			o.severity = max(o.severity, f.Severity)
+			open[k] = o
+			f.FixedIn, f.Risk.EPSS, kevSince = nil, nil, nil
 			return nil
 		})
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read findings: %w", err)
+		return nil, nil, fmt.Errorf("read findings: %w", err)
 	}
-	return out, nil
+	return out, open, nil
 }

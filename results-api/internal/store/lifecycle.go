@@ -19,107 +19,132 @@ func keyOf(f *report.Finding) lifecycleKey {
 	return lifecycleKey{f.ID, f.Package.Name, f.Package.Version, f.Package.Type}
 }
 
-// touchLifecycle records in finding_lifecycle that digest's report stored
-// at holds fs, inside the report's transaction on conn: a key not seen
-// before is first seen at; a resolved one is open again (keeping its
-// first_seen); a KEV listing not seen before starts at; a listing that is
-// gone clears kev_since; the open keys fs lacks are resolved at. It
-// returns every key's lifecycle, for the findings rows.
-func touchLifecycle(ctx context.Context, conn *sql.Conn, digest string, at time.Time, fs []report.Finding) (map[lifecycleKey]report.Seen, error) {
-	n := len(fs)
-	ids, names, versions, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	sevs, kevs := make([]int16, n), make([]bool, n)
-	for i := range fs {
-		f := &fs[i]
-		ids[i], names[i], versions[i], types[i] = f.ID, f.Package.Name, f.Package.Version, f.Package.Type
-		sevs[i], kevs[i] = int16(f.Severity), f.Risk.KEV
-	}
-	seen := make(map[lifecycleKey]report.Seen, n)
-	err := conn.Raw(func(dc any) error {
-		pc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("driver connection is %T, want pgx stdlib", dc)
-		}
-		c := pc.Conn()
-		// A key listed twice (the same package at two locations) is one
-		// finding: its worst severity, KEV if either is.
-		rows, err := c.Query(ctx, `INSERT INTO finding_lifecycle AS l (digest, vuln_id, pkg_name, pkg_version, pkg_type, severity, first_seen, kev_since)
-SELECT $1, k.vuln_id, k.pkg_name, k.pkg_version, k.pkg_type, max(k.severity), $2, CASE WHEN bool_or(k.kev) THEN $2::timestamptz END
-FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::int2[], $8::bool[]) AS k(vuln_id, pkg_name, pkg_version, pkg_type, severity, kev)
-GROUP BY k.vuln_id, k.pkg_name, k.pkg_version, k.pkg_type
-ON CONFLICT (digest, vuln_id, pkg_name, pkg_version, pkg_type) DO UPDATE SET resolved_at = NULL, severity = EXCLUDED.severity,
- kev_since = CASE WHEN EXCLUDED.kev_since IS NULL THEN NULL ELSE coalesce(l.kev_since, EXCLUDED.kev_since) END
-RETURNING vuln_id, pkg_name, pkg_version, pkg_type, first_seen, kev_since`, digest, at, ids, names, versions, types, sevs, kevs)
-		if err != nil {
-			return err
-		}
-		var k lifecycleKey
-		var first time.Time
-		var kev *time.Time
-		if _, err := pgx.ForEachRow(rows, []any{&k.id, &k.name, &k.version, &k.typ, &first, &kev}, func() error {
-			s := report.Seen{FirstSeen: first.UTC()}
-			if kev != nil {
-				s.KEVSince = kev.UTC()
-			}
-			seen[k] = s
-			return nil
-		}); err != nil {
-			return err
-		}
-		// NOT IN, not NOT EXISTS: the planner hashes a NOT IN subquery
-		// (the keys are NOT NULL, so the two agree), while it guesses 10
-		// rows for unnest of a parameter and ran NOT EXISTS as a nested
-		// loop, every open key against every new one: 9,584 findings took
-		// over 15 s (the statement timeout).
-		_, err = c.Exec(ctx, `UPDATE finding_lifecycle l SET resolved_at = $2
-WHERE l.digest = $1 AND l.resolved_at IS NULL AND (l.vuln_id, l.pkg_name, l.pkg_version, l.pkg_type) NOT IN (
- SELECT k.vuln_id, k.pkg_name, k.pkg_version, k.pkg_type FROM unnest($3::text[], $4::text[], $5::text[], $6::text[]) AS k(vuln_id, pkg_name, pkg_version, pkg_type))`,
-			digest, at, ids, names, versions, types)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("finding lifecycle: %w", err)
-	}
-	return seen, nil
+// A digest's finding keys have their lifecycle in one of two places, never
+// both. A key its current report holds (open) has it in that report's
+// findings rows: first_seen, kev_since, and its severity, the worst of its
+// rows. A key an earlier report held and the current one does not
+// (resolved) has a row in finding_lifecycle with resolved_at; a report that
+// holds it again takes that row out, and the key is open again with its
+// first sighting kept. So a digest's first report writes no lifecycle rows
+// at all (startLifecycle), and a replacement writes only the keys that
+// resolve or come back (touchLifecycle).
+
+// openKey is an open key's lifecycle, read from its findings rows.
+type openKey struct {
+	report.Seen
+	severity report.Severity
 }
 
-// startLifecycle is touchLifecycle for a digest that has no lifecycle rows
-// (its report was just inserted, and the rows go with the report): every
-// key is first seen at, and KEV since at where any of its findings is
-// KEV-listed, so the rows are known without asking Postgres and go in with
-// COPY, without touchLifecycle's conflict handling, RETURNING and resolve
-// pass (~3 ms of Postgres per 129-finding report, docs/benchmarks.md).
-func startLifecycle(ctx context.Context, conn *sql.Conn, digest string, at time.Time, fs []report.Finding) (map[lifecycleKey]report.Seen, error) {
+// startLifecycle is the lifecycle of the findings of a digest's first
+// report, stored at: every key first seen at, and KEV since at where any
+// of its findings is KEV-listed. It writes nothing: the rows go with the
+// findings.
+func startLifecycle(at time.Time, fs []report.Finding) map[lifecycleKey]report.Seen {
 	at = at.UTC()
 	seen := make(map[lifecycleKey]report.Seen, len(fs))
-	severity := make(map[lifecycleKey]report.Severity, len(fs))
-	keys := make([]lifecycleKey, 0, len(fs))
 	for i := range fs {
 		f := &fs[i]
 		k := keyOf(f)
 		s, ok := seen[k]
 		if !ok {
-			keys = append(keys, k)
 			s.FirstSeen = at
 		}
 		// A key listed twice (the same package at two locations) is one
-		// finding: its worst severity, KEV if either is.
+		// finding: KEV if either is.
 		if f.Risk.KEV {
 			s.KEVSince = at
 		}
 		seen[k] = s
-		severity[k] = max(severity[k], f.Severity)
 	}
-	if len(keys) == 0 {
+	return seen
+}
+
+// touchLifecycle records, inside the transaction on conn that replaces
+// digest's findings (open: the lifecycle of the keys its stored report
+// held, from storedFindings) with fs stored at, what the replacement does
+// to each key: one fs holds that was open stays open with its first
+// sighting; one that was resolved is open again with its first sighting
+// (its finding_lifecycle row taken out); any other is first seen at. A KEV
+// listing not seen before starts at, one that is gone clears kev_since.
+// The open keys fs lacks are resolved at (a finding_lifecycle row each,
+// with their last severity and sightings). It returns every key's
+// lifecycle, for the findings rows.
+func touchLifecycle(ctx context.Context, conn *sql.Conn, digest string, at time.Time, open map[lifecycleKey]openKey, fs []report.Finding) (map[lifecycleKey]report.Seen, error) {
+	at = at.UTC()
+	seen := make(map[lifecycleKey]report.Seen, len(fs))
+	kev := make(map[lifecycleKey]bool, len(fs))
+	var back []lifecycleKey // keys neither open nor known to be new: maybe resolved
+	for i := range fs {
+		k := keyOf(&fs[i])
+		if _, ok := seen[k]; !ok {
+			if o, ok := open[k]; ok {
+				seen[k] = o.Seen
+			} else {
+				seen[k] = report.Seen{FirstSeen: at}
+				back = append(back, k)
+			}
+		}
+		kev[k] = kev[k] || fs[i].Risk.KEV
+	}
+	var resolved []lifecycleKey
+	for k := range open {
+		if _, ok := seen[k]; !ok {
+			resolved = append(resolved, k)
+		}
+	}
+	err := conn.Raw(func(dc any) error {
+		pc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("driver connection is %T, want pgx stdlib", dc)
+		}
+		if len(back) == 0 {
+			return nil
+		}
+		c := pc.Conn()
+		ids, names, versions, types := keyArrays(back)
+		rows, err := c.Query(ctx, `DELETE FROM finding_lifecycle l USING unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS k(vuln_id, pkg_name, pkg_version, pkg_type)
+WHERE l.digest = $1 AND l.vuln_id = k.vuln_id AND l.pkg_name = k.pkg_name AND l.pkg_version = k.pkg_version AND l.pkg_type = k.pkg_type
+RETURNING l.vuln_id, l.pkg_name, l.pkg_version, l.pkg_type, l.first_seen, l.kev_since`, digest, ids, names, versions, types)
+		if err != nil {
+			return err
+		}
+		var k lifecycleKey
+		var first time.Time
+		var kevSince *time.Time
+		_, err = pgx.ForEachRow(rows, []any{&k.id, &k.name, &k.version, &k.typ, &first, &kevSince}, func() error {
+			s := report.Seen{FirstSeen: first.UTC()}
+			if kevSince != nil {
+				s.KEVSince = kevSince.UTC()
+			}
+			seen[k] = s
+			kevSince = nil
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("finding lifecycle: %w", err)
+	}
+	for k, s := range seen {
+		switch {
+		case !kev[k]:
+			s.KEVSince = time.Time{}
+		case s.KEVSince.IsZero():
+			s.KEVSince = at
+		}
+		seen[k] = s
+	}
+	if len(resolved) == 0 {
 		return seen, nil
 	}
-	err := copyIn(ctx, conn, "finding_lifecycle", lifecycleColumns, len(keys), func(i int) ([]any, error) {
-		k := keys[i]
-		var kev *time.Time
-		if s := seen[k]; !s.KEVSince.IsZero() {
-			kev = &s.KEVSince
+	err = copyIn(ctx, conn, "finding_lifecycle", lifecycleColumns, len(resolved), func(i int) ([]any, error) {
+		k := resolved[i]
+		o := open[k]
+		var kevSince *time.Time
+		if !o.KEVSince.IsZero() {
+			kevSince = &o.KEVSince
 		}
-		return []any{digest, k.id, k.name, k.version, k.typ, int16(severity[k]), at, kev}, nil
+		return []any{digest, k.id, k.name, k.version, k.typ, int16(o.severity), o.FirstSeen, kevSince, at}, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("finding lifecycle: %w", err)
@@ -127,7 +152,17 @@ func startLifecycle(ctx context.Context, conn *sql.Conn, digest string, at time.
 	return seen, nil
 }
 
-var lifecycleColumns = []string{"digest", "vuln_id", "pkg_name", "pkg_version", "pkg_type", "severity", "first_seen", "kev_since"}
+// keyArrays splits keys into one array per column, for unnest.
+func keyArrays(keys []lifecycleKey) (ids, names, versions, types []string) {
+	n := len(keys)
+	ids, names, versions, types = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, k := range keys {
+		ids[i], names[i], versions[i], types[i] = k.id, k.name, k.version, k.typ
+	}
+	return ids, names, versions, types
+}
+
+var lifecycleColumns = []string{"digest", "vuln_id", "pkg_name", "pkg_version", "pkg_type", "severity", "first_seen", "kev_since", "resolved_at"}
 
 // LifecycleEntry is one finding key's lifecycle in a digest.
 type LifecycleEntry struct {
@@ -153,8 +188,13 @@ func (s *Store) FindingLifecycle(ctx context.Context, digest string) ([]Lifecycl
 		KEVSince                             *time.Time `gorm:"column:kev_since"`
 		ResolvedAt                           *time.Time
 	}
-	err := s.db.WithContext(ctx).Raw(`SELECT vuln_id, pkg_name, pkg_version, pkg_type, severity, first_seen, kev_since, resolved_at
- FROM finding_lifecycle WHERE digest = ? ORDER BY vuln_id, pkg_name, pkg_version, pkg_type`, digest).Scan(&rows).Error
+	// The open keys from the findings rows, the resolved ones from
+	// finding_lifecycle (a key is in one of the two).
+	err := s.db.WithContext(ctx).Raw(`SELECT vuln_id, pkg_name, pkg_version, pkg_type, max(severity) AS severity, min(first_seen) AS first_seen,
+ min(kev_since) AS kev_since, NULL::timestamptz AS resolved_at
+ FROM findings WHERE digest = @d GROUP BY vuln_id, pkg_name, pkg_version, pkg_type
+ UNION ALL SELECT vuln_id, pkg_name, pkg_version, pkg_type, severity, first_seen, kev_since, resolved_at
+ FROM finding_lifecycle WHERE digest = @d ORDER BY vuln_id, pkg_name, pkg_version, pkg_type`, sql.Named("d", digest)).Scan(&rows).Error
 	if err != nil {
 		return nil, s.fail("finding lifecycle", err)
 	}

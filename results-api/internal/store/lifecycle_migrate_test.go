@@ -17,9 +17,11 @@ import (
 )
 
 // TestLifecycleBackfill stores a digest's history with the lifecycle kept
-// live, then undoes migration 00009 and applies it again: its backfill,
-// from reports.created_at and the recorded changes, must find the same
-// first sightings, KEV listings and resolutions as the live path did.
+// live, then undoes the migrations down to 00008 (00012's down puts the
+// open keys back into finding_lifecycle, 00009's drops it) and applies
+// them all again: 00009's backfill, from reports.created_at and the
+// recorded changes, must find the same first sightings, KEV listings and
+// resolutions as the live path did, and 00012 leave each key in one place.
 func TestLifecycleBackfill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -72,7 +74,7 @@ func TestLifecycleBackfill(t *testing.T) {
 	if _, err := p.DownTo(ctx, 8); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.UpTo(ctx, 9); err != nil {
+	if _, err := p.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
 	backfilled, err := st.FindingLifecycle(ctx, digest)

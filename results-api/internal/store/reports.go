@@ -110,7 +110,7 @@ func (s *Store) putTx(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *repor
 		if ins.RowsAffected == 1 {
 			res.Created = true
 			res.Summary = row.summary()
-			if err := writeContents(ctx, tx, conn, r, true); err != nil {
+			if err := writeContents(ctx, tx, conn, r, nil); err != nil {
 				return err
 			}
 			ch := report.Baseline(r.FindingList)
@@ -161,14 +161,14 @@ func (s *Store) putTx(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *repor
 		res.FindingsKept = true
 		return writeBOM(tx, r)
 	}
-	prev, err := storedFindings(ctx, conn, r.Digest)
+	prev, open, err := storedFindings(ctx, conn, r.Digest)
 	if err != nil {
 		return err
 	}
 	if err := tx.Where("digest = ?", r.Digest).Delete(&findingRow{}).Error; err != nil {
 		return err
 	}
-	if err := writeContents(ctx, tx, conn, r, false); err != nil {
+	if err := writeContents(ctx, tx, conn, r, open); err != nil {
 		return err
 	}
 	ch := report.Diff(prev, r.FindingList)
@@ -231,18 +231,20 @@ func lockReport(tx *gorm.DB, digest string, into *reportRow) (bool, error) {
 	return q.RowsAffected == 1, q.Error
 }
 
-// writeContents records the lifecycle of r's findings (touchLifecycle, or
-// startLifecycle when fresh: the digest had no report, so it has no
-// lifecycle rows either) and writes the findings, carrying it, and the
-// compressed BOM of r.
-func writeContents(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *report.Report, fresh bool) error {
-	touch := touchLifecycle
-	if fresh {
-		touch = startLifecycle
-	}
-	seen, err := touch(ctx, conn, r.Digest, r.StoredAt, r.FindingList)
-	if err != nil {
-		return err
+// writeContents writes r's findings, carrying their lifecycle, and the
+// compressed BOM of r. open is the lifecycle of the keys of the findings r
+// replaces (storedFindings), nil for a digest's first report: it has no
+// lifecycle yet (startLifecycle), else the keys r drops resolve and those
+// it holds again reopen (touchLifecycle).
+func writeContents(ctx context.Context, tx *gorm.DB, conn *sql.Conn, r *report.Report, open map[lifecycleKey]openKey) error {
+	var seen map[lifecycleKey]report.Seen
+	if open == nil {
+		seen = startLifecycle(r.StoredAt, r.FindingList)
+	} else {
+		var err error
+		if seen, err = touchLifecycle(ctx, conn, r.Digest, r.StoredAt, open, r.FindingList); err != nil {
+			return err
+		}
 	}
 	if err := copyFindings(ctx, conn, r.Digest, r.FindingList, seen); err != nil {
 		return fmt.Errorf("insert findings: %w", err)

@@ -123,13 +123,8 @@ func (s *Store) backfillOne(ctx context.Context, parse ParseFindings, digest str
  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::bool[], $7::float8[]) AS u(vuln_id, pkg_name, pkg_version, purl, epss, kev, risk)
  WHERE f.digest = $8 AND f.vuln_id = u.vuln_id AND f.pkg_name = u.pkg_name AND f.pkg_version = u.pkg_version AND f.purl = u.purl`,
 						ids, names, versions, purls, epss, kev, risk, digest)
-					if err != nil {
-						return err
-					}
-					_, err = pc.Conn().Exec(ctx, `UPDATE finding_lifecycle l SET kev_since = k.kev_since
- FROM (SELECT vuln_id, pkg_name, pkg_version, pkg_type, min(kev_since) AS kev_since FROM findings WHERE digest = $1
-  GROUP BY vuln_id, pkg_name, pkg_version, pkg_type) k
- WHERE l.digest = $1 AND l.vuln_id = k.vuln_id AND l.pkg_name = k.pkg_name AND l.pkg_version = k.pkg_version AND l.pkg_type = k.pkg_type`, digest)
+					// The rows are the open keys' lifecycle: nothing else
+					// to update (lifecycle.go).
 					return err
 				})
 				if err != nil {
