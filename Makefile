@@ -136,9 +136,14 @@ TEST_FAST := test-ci test-api test-operator-api test-uploader test-tools
 # it empty and runs make lint itself, in the background at the lowest CPU
 # priority while the suites and the end-to-end tests wait on their systems.
 TEST_LINT ?= lint
+# TEST_TAIL are make test's last suites. .ci/run sets it empty and runs
+# them beside make test, after the end-to-end suites, in their copy of the
+# tree: make test's tail otherwise ran on one core's worth of work while
+# the other idled.
+TEST_TAIL ?= test-images bench-smoke
 
 .PHONY: test
-test: $(TEST_FAST) $(TEST_LINT) test-support test-operator test-results-api test-matcher test-notifier test-kubectl-plugin test-chart test-web test-images bench-smoke ## Every suite, the lint and every benchmark once: quick unit suites first, then lint, then the slow suites (CI runs make verify, this, then make e2e).
+test: $(TEST_FAST) $(TEST_LINT) test-support test-operator test-results-api test-matcher test-notifier test-kubectl-plugin test-chart test-web $(TEST_TAIL) ## Every suite, the lint and every benchmark once: quick unit suites first, then lint, then the slow suites (CI runs make verify, this, then make e2e).
 
 .PHONY: test-fast
 test-fast: $(TEST_FAST) ## Only the quick unit suites (make test runs them first).
@@ -402,6 +407,10 @@ verify: ## Fail when generated files are stale, a go.mod is missed by the module
 	hack/verify-versions.sh
 	hack/module-skew.sh --check $$(hack/modules.sh code | grep -vx hack/tools/coredns)
 	git diff --exit-code -- . ':(exclude)web/package-lock.json' || { echo "generated files are stale: run make generate and commit"; exit 1; }
+
+.PHONY: print-test-tail
+print-test-tail: ## Print make test's last suites (TEST_TAIL), which .ci/run runs beside make test.
+	@echo $(TEST_TAIL)
 
 .PHONY: list-modules
 list-modules: ## Print the Go module lists (derived by hack/modules.sh) and which suite tests each module.
