@@ -114,7 +114,7 @@ func storedFindings(ctx context.Context, conn *sql.Conn, digest string) ([]repor
 			}
 			o.severity = max(o.severity, f.Severity)
 			open[k] = o
-			f.FixedIn, f.Risk.EPSS, kevSince = nil, nil, nil
+			f.FixedIn, f.Risk.EPSS = nil, nil
 			return nil
 		})
 		return err

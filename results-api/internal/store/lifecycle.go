@@ -93,12 +93,12 @@ func touchLifecycle(ctx context.Context, conn *sql.Conn, digest string, at time.
 		}
 	}
 	err := conn.Raw(func(dc any) error {
+		if len(back) == 0 {
+			return nil
+		}
 		pc, ok := dc.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("driver connection is %T, want pgx stdlib", dc)
-		}
-		if len(back) == 0 {
-			return nil
 		}
 		c := pc.Conn()
 		ids, names, versions, types := keyArrays(back)
@@ -112,12 +112,7 @@ RETURNING l.vuln_id, l.pkg_name, l.pkg_version, l.pkg_type, l.first_seen, l.kev_
 		var first time.Time
 		var kevSince *time.Time
 		_, err = pgx.ForEachRow(rows, []any{&k.id, &k.name, &k.version, &k.typ, &first, &kevSince}, func() error {
-			s := report.Seen{FirstSeen: first.UTC()}
-			if kevSince != nil {
-				s.KEVSince = kevSince.UTC()
-			}
-			seen[k] = s
-			kevSince = nil
+			seen[k] = report.Seen{FirstSeen: first.UTC(), KEVSince: utc(kevSince)}
 			return nil
 		})
 		return err
