@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -59,18 +61,32 @@ func TestRunServesProbesAndMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	probe, metrics := freeAddr(t), freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	var logs support.Buffer
+	// freeAddr's ports are free only until it closes them: another test
+	// binary (an envtest etcd or API server) can take one before the
+	// operator binds it. run then fails with EADDRINUSE before serving, and
+	// the test starts it again on new ports, a bounded number of times.
+	var (
+		probe, metrics string
+		cancel         context.CancelFunc
+		done           chan error
+		logs           support.Buffer
+	)
 	env := map[string]string{"CROWSNEST_WATCH_NAMESPACES": "default, kube-public"}
-	go func() {
-		done <- run(ctx, []string{
-			"--results-api-url=http://127.0.0.1:1", "--uploader-image=u", "--nats-url=" + natsURL,
-			"--health-probe-bind-address=" + probe, "--metrics-bind-address=" + metrics,
-			"--leader-elect", "--leader-election-namespace=default",
-		}, func(k string) string { return env[k] }, io.Discard, &logs, func() (*rest.Config, error) { return cfg, nil })
-	}()
+	start := func() {
+		probe, metrics = freeAddr(t), freeAddr(t)
+		var ctx context.Context
+		ctx, cancel = context.WithCancel(context.Background())
+		done = make(chan error, 1)
+		go func(done chan<- error, probe, metrics string) {
+			done <- run(ctx, []string{
+				"--results-api-url=http://127.0.0.1:1", "--uploader-image=u", "--nats-url=" + natsURL,
+				"--health-probe-bind-address=" + probe, "--metrics-bind-address=" + metrics,
+				"--leader-elect", "--leader-election-namespace=default",
+			}, func(k string) string { return env[k] }, io.Discard, &logs, func() (*rest.Config, error) { return cfg, nil })
+		}(done, probe, metrics)
+	}
+	start()
+	defer func() { cancel() }()
 	// The metrics endpoint's certificate is self-signed (no --metrics-cert-dir).
 	httpc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	scrape := func(token string) (int, []byte, error) {
@@ -115,7 +131,7 @@ func TestRunServesProbesAndMetrics(t *testing.T) {
 		}
 		return nil
 	}
-	deadline := time.Now().Add(60 * time.Second)
+	deadline, restarts := time.Now().Add(60*time.Second), 0
 	for {
 		err := metricsReady()
 		if err == nil {
@@ -126,6 +142,14 @@ func TestRunServesProbesAndMetrics(t *testing.T) {
 		}
 		select {
 		case err := <-done:
+			if errors.Is(err, syscall.EADDRINUSE) && restarts < 3 {
+				restarts++
+				deadline = time.Now().Add(60 * time.Second)
+				t.Logf("restarting on new ports: %v", err)
+				cancel()
+				start()
+				continue
+			}
 			t.Fatalf("run returned before serving: %v\n%s", err, logs.String())
 		case <-time.After(100 * time.Millisecond):
 		}
