@@ -184,7 +184,7 @@ suite_tools := hack/tools/grype
 suite_support := test/support
 suite_operator := operator
 suite_results-api := results-api
-suite_matcher := matcher
+suite_matcher := matcher matcher/third_party/go-sqlite matcher/third_party/go-apk-version
 suite_env_matcher := CROWSNEST_GRYPE_BIN=$(BIN)/grype
 suite_notifier := notifier
 suite_kubectl-plugin := kubectl-crowsnest kubectl-crowsnest/e2e

@@ -378,3 +378,12 @@ replace (
 replace github.com/crowsnest-dev/crowsnest/test/support => ../test/support
 
 replace github.com/crowsnest-dev/crowsnest/api => ../api
+
+// Two small patches under Grype, each in its folder's PATCH.md: a
+// prepared-statement cache per connection in the SQLite driver Grype's v6
+// store reads through, and Alpine version comparisons without a 4 KiB buffer
+// each.
+replace (
+	github.com/glebarez/go-sqlite => ./third_party/go-sqlite
+	github.com/knqyf263/go-apk-version => ./third_party/go-apk-version
+)

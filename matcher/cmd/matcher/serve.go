@@ -48,7 +48,7 @@ func serve(ctx context.Context, o Options, d deps) error {
 		return err
 	}
 	if limit > 0 {
-		log.Info("go memory limit set", "bytes", limit, "from", source)
+		log.Info("go memory limit set", "bytes", limit, "from", source, "gcPercent", setGCPercent(getenv, limit))
 	}
 	auth, err := adminAuth(o.AdminTokenFile)
 	if err != nil {
