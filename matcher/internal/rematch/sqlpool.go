@@ -5,8 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/callbacks"
 
 	v6 "github.com/anchore/grype/grype/db/v6"
 )
@@ -53,7 +56,9 @@ func countStatements(gdb *gorm.DB) {
 	gdb.Statement.ConnPool = countingPool{inner: gdb.Statement.ConnPool}
 }
 
-// loadProvidersOnce makes the store read its providers table once. Grype
+// loadProvidersOnce makes the store read its providers table once, and
+// each query of its small global tables once per distinct SQL and
+// arguments (smallTables below). Grype
 // reloads the whole table for every lookup it fills in (v6
 // providerStore.fillProviders, called on every FindVulnerabilities, even
 // one that found nothing: 20,018 of 48,563 statements for one report),
@@ -72,15 +77,127 @@ func loadProvidersOnce(gdb *gorm.DB) error {
 	if run == nil {
 		return errors.New("gorm has no gorm:query callback: revisit loadProvidersOnce for this gorm version")
 	}
+	small := &smallTables{answers: map[string]any{}}
 	return query.Replace("gorm:query", func(db *gorm.DB) {
-		dest, ok := db.Statement.Dest.(*[]v6.Provider)
-		if !ok || !wholeTable(db.Statement) || db.Error != nil {
+		if db.Error != nil {
 			run(db)
 			return
 		}
-		*dest, _ = deepCopy(providers)
-		db.RowsAffected = int64(len(providers))
+		if dest, ok := db.Statement.Dest.(*[]v6.Provider); ok && wholeTable(db.Statement) {
+			*dest, _ = deepCopy(providers)
+			db.RowsAffected = int64(len(providers))
+			return
+		}
+		small.query(db, run)
 	})
+}
+
+// smallTables answers the queries of the store's small, global tables that
+// repeat with the same arguments for every package lookup: the operating
+// systems and OS aliases a lookup with a distro resolves
+// (operatingSystemStore.applyOSAlias and searchForOSExactVersions, twice per
+// package lookup) and the ecosystem overrides (packageStore.applyPackageAlias,
+// once per lookup). The DB is read-only, so one SQL text with the same
+// arguments returns the same rows in the same order: the first answer is
+// kept and a deep copy of it handed out for each repeat. A change in these
+// tables makes a DB diff full (globalTables), so no footprint needs them.
+type smallTables struct {
+	mu      sync.Mutex
+	answers map[string]any // SQL and arguments -> the rows, a *[]T
+}
+
+// smallTablesMax bounds the answers kept (each is a few rows; the distinct
+// OS and ecosystem specifiers of a fleet are far fewer); when full, new
+// queries run as they are.
+const smallTablesMax = 4096
+
+func (st *smallTables) query(db *gorm.DB, run func(*gorm.DB)) {
+	switch db.Statement.Dest.(type) {
+	case *[]v6.OperatingSystem, *[]v6.OperatingSystemSpecifierOverride, *[]v6.PackageSpecifierOverride:
+	default:
+		run(db)
+		return
+	}
+	s := db.Statement
+	if len(s.Preloads) > 0 || len(s.Joins) > 0 {
+		run(db)
+		return
+	}
+	callbacks.BuildQuerySQL(db)
+	key, ok := sqlKey(s.SQL.String(), s.Vars)
+	if db.Error != nil || !ok {
+		run(db)
+		return
+	}
+	st.mu.Lock()
+	kept, hit := st.answers[key]
+	st.mu.Unlock()
+	if hit {
+		n := copyRows(s.Dest, kept)
+		db.RowsAffected = int64(n)
+		return
+	}
+	run(db) // the SQL is built: gorm's Query runs it as it stands
+	if db.Error != nil {
+		return
+	}
+	st.mu.Lock()
+	if len(st.answers) < smallTablesMax {
+		st.answers[key] = copyOf(s.Dest)
+	}
+	st.mu.Unlock()
+}
+
+// sqlKey is the SQL text and its arguments; false when an argument is not
+// a plain value (a pointer's target could change between two calls).
+func sqlKey(sqlText string, vars []any) (string, bool) {
+	var b strings.Builder
+	b.WriteString(sqlText)
+	for _, v := range vars {
+		switch v := v.(type) {
+		case string:
+			b.WriteString("\x00s")
+			b.WriteString(v)
+		case int, int64, int32, uint, uint64, uint32, bool:
+			fmt.Fprintf(&b, "\x00%T%v", v, v)
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+// copyOf returns a deep copy of the rows dest points to, as the same type.
+func copyOf(dest any) any {
+	switch d := dest.(type) {
+	case *[]v6.OperatingSystem:
+		c, _ := deepCopy(*d)
+		return &c
+	case *[]v6.OperatingSystemSpecifierOverride:
+		c, _ := deepCopy(*d)
+		return &c
+	case *[]v6.PackageSpecifierOverride:
+		c, _ := deepCopy(*d)
+		return &c
+	}
+	return nil
+}
+
+// copyRows sets dest's rows to a deep copy of kept (same type) and returns
+// how many there are.
+func copyRows(dest, kept any) int {
+	switch d := dest.(type) {
+	case *[]v6.OperatingSystem:
+		*d, _ = deepCopy(*kept.(*[]v6.OperatingSystem))
+		return len(*d)
+	case *[]v6.OperatingSystemSpecifierOverride:
+		*d, _ = deepCopy(*kept.(*[]v6.OperatingSystemSpecifierOverride))
+		return len(*d)
+	case *[]v6.PackageSpecifierOverride:
+		*d, _ = deepCopy(*kept.(*[]v6.PackageSpecifierOverride))
+		return len(*d)
+	}
+	return 0
 }
 
 // wholeTable reports whether s reads a whole table: nothing narrows,
