@@ -142,7 +142,7 @@ func Open(dir string, o Options) (*Matcher, error) {
 	}
 	if o.MemoBytes > 0 {
 		if m.memo, err = newMemoReader(rdr, o.MemoBytes); err == nil {
-			err = loadProvidersOnce(m.memo.db)
+			err = answerGlobalTables(m.memo.db)
 		}
 		if err != nil {
 			_ = rdr.Close()

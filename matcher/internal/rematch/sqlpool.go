@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -56,18 +57,18 @@ func countStatements(gdb *gorm.DB) {
 	gdb.Statement.ConnPool = countingPool{inner: gdb.Statement.ConnPool}
 }
 
-// loadProvidersOnce makes the store read its providers table once, and
+// answerGlobalTables makes the store read its providers table once, and
 // each query of its small global tables once per distinct SQL and
-// arguments (smallTables below). Grype
-// reloads the whole table for every lookup it fills in (v6
-// providerStore.fillProviders, called on every FindVulnerabilities, even
-// one that found nothing: 20,018 of 48,563 statements for one report),
-// and the method is unexported, so no Reader wrapper can answer it; a gorm
-// query callback on the store's handle can. It answers the whole-table
-// read — `Find(&[]Provider)` with no condition, join, preload, selection
-// or raw SQL — with a copy of the rows read here, and lets every other
+// arguments (smallTables below). Grype reloads the whole providers table
+// for every lookup it fills in (v6 providerStore.fillProviders, called on
+// every FindVulnerabilities, even one that found nothing: 20,018 of 48,563
+// statements for one report), and the method is unexported, so no Reader
+// wrapper can answer it; a gorm query callback on the store's handle can.
+// It answers the whole-table read — `Find(&[]Provider)` with no condition,
+// join, preload, selection or raw SQL — with a copy of the rows read here,
+// hands the small tables' queries to smallTables, and lets every other
 // query run.
-func loadProvidersOnce(gdb *gorm.DB) error {
+func answerGlobalTables(gdb *gorm.DB) error {
 	var providers []v6.Provider
 	if err := gdb.Find(&providers).Error; err != nil {
 		return fmt.Errorf("read providers: %w", err)
@@ -75,7 +76,7 @@ func loadProvidersOnce(gdb *gorm.DB) error {
 	query := gdb.Callback().Query()
 	run := query.Get("gorm:query")
 	if run == nil {
-		return errors.New("gorm has no gorm:query callback: revisit loadProvidersOnce for this gorm version")
+		return errors.New("gorm has no gorm:query callback: revisit answerGlobalTables for this gorm version")
 	}
 	small := &smallTables{answers: map[string]any{}}
 	return query.Replace("gorm:query", func(db *gorm.DB) {
@@ -103,7 +104,7 @@ func loadProvidersOnce(gdb *gorm.DB) error {
 // tables makes a DB diff full (globalTables), so no footprint needs them.
 type smallTables struct {
 	mu      sync.Mutex
-	answers map[string]any // SQL and arguments -> the rows, a *[]T
+	answers map[string]any // SQL and arguments -> the rows, a []T
 }
 
 // smallTablesMax bounds the answers kept (each is a few rows; the distinct
@@ -132,18 +133,21 @@ func (st *smallTables) query(db *gorm.DB, run func(*gorm.DB)) {
 	st.mu.Lock()
 	kept, hit := st.answers[key]
 	st.mu.Unlock()
+	dest := reflect.ValueOf(s.Dest).Elem() // the *[]T's slice
 	if hit {
-		n := copyRows(s.Dest, kept)
-		db.RowsAffected = int64(n)
+		rows, _ := deepCopy(kept)
+		dest.Set(reflect.ValueOf(rows))
+		db.RowsAffected = int64(dest.Len())
 		return
 	}
 	run(db) // the SQL is built: gorm's Query runs it as it stands
 	if db.Error != nil {
 		return
 	}
+	rows, _ := deepCopy(dest.Interface())
 	st.mu.Lock()
 	if len(st.answers) < smallTablesMax {
-		st.answers[key] = copyOf(s.Dest)
+		st.answers[key] = rows
 	}
 	st.mu.Unlock()
 }
@@ -165,39 +169,6 @@ func sqlKey(sqlText string, vars []any) (string, bool) {
 		}
 	}
 	return b.String(), true
-}
-
-// copyOf returns a deep copy of the rows dest points to, as the same type.
-func copyOf(dest any) any {
-	switch d := dest.(type) {
-	case *[]v6.OperatingSystem:
-		c, _ := deepCopy(*d)
-		return &c
-	case *[]v6.OperatingSystemSpecifierOverride:
-		c, _ := deepCopy(*d)
-		return &c
-	case *[]v6.PackageSpecifierOverride:
-		c, _ := deepCopy(*d)
-		return &c
-	}
-	return nil
-}
-
-// copyRows sets dest's rows to a deep copy of kept (same type) and returns
-// how many there are.
-func copyRows(dest, kept any) int {
-	switch d := dest.(type) {
-	case *[]v6.OperatingSystem:
-		*d, _ = deepCopy(*kept.(*[]v6.OperatingSystem))
-		return len(*d)
-	case *[]v6.OperatingSystemSpecifierOverride:
-		*d, _ = deepCopy(*kept.(*[]v6.OperatingSystemSpecifierOverride))
-		return len(*d)
-	case *[]v6.PackageSpecifierOverride:
-		*d, _ = deepCopy(*kept.(*[]v6.PackageSpecifierOverride))
-		return len(*d)
-	}
-	return 0
 }
 
 // wholeTable reports whether s reads a whole table: nothing narrows,

@@ -1538,15 +1538,13 @@ func (c *conn) Query(query string, args []driver.Value) (driver.Rows, error) {
 func (c *conn) query(ctx context.Context, query string, args []driver.NamedValue) (r driver.Rows, err error) {
 	// Crowsnest patch: a single statement runs from the connection's cache
 	// of prepared statements; a script takes the path below, as before.
+	stop := func() {}
 	if ctx != nil && ctx.Done() != nil {
-		var done int32
-		stop := interruptOnDone(ctx, c, &done)
-		r, ok, err := c.queryCached(query, args)
-		stop()
-		if ok {
-			return r, err
-		}
-	} else if r, ok, err := c.queryCached(query, args); ok {
+		stop = interruptOnDone(ctx, c, nil)
+	}
+	r, ok, err := c.queryCached(query, args)
+	stop()
+	if ok {
 		return r, err
 	}
 

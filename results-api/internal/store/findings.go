@@ -55,16 +55,26 @@ func copyFindings(ctx context.Context, conn *sql.Conn, digest string, fs []repor
 // all n were copied. gorm has no COPY: this goes through pgx on gorm's
 // own connection.
 func copyIn(ctx context.Context, conn *sql.Conn, table string, columns []string, n int, row func(int) ([]any, error)) error {
+	return withPgx(conn, func(c *pgx.Conn) error {
+		got, err := c.CopyFrom(ctx, pgx.Identifier{table}, columns, pgx.CopyFromSlice(n, row))
+		if err == nil && got != int64(n) {
+			err = fmt.Errorf("copied %d of %d rows into %s", got, n, table)
+		}
+		return err
+	})
+}
+
+// withPgx runs f with the pgx connection under conn, gorm's pinned
+// connection (and so inside its transaction, if one is open), for what
+// gorm cannot do or would copy once more: COPY, RETURNING into Go values,
+// arrays as parameters.
+func withPgx(conn *sql.Conn, f func(*pgx.Conn) error) error {
 	return conn.Raw(func(dc any) error {
 		pc, ok := dc.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("driver connection is %T, want pgx stdlib", dc)
 		}
-		got, err := pc.Conn().CopyFrom(ctx, pgx.Identifier{table}, columns, pgx.CopyFromSlice(n, row))
-		if err == nil && got != int64(n) {
-			err = fmt.Errorf("copied %d of %d rows into %s", got, n, table)
-		}
-		return err
+		return f(pc.Conn())
 	})
 }
 
@@ -84,12 +94,8 @@ func fingerprint(fs []report.Finding) []byte {
 func storedFindings(ctx context.Context, conn *sql.Conn, digest string) ([]report.ChangedFinding, map[lifecycleKey]openKey, error) {
 	var out []report.ChangedFinding
 	open := map[lifecycleKey]openKey{}
-	err := conn.Raw(func(dc any) error {
-		pc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("driver connection is %T, want pgx stdlib", dc)
-		}
-		rows, err := pc.Conn().Query(ctx, `SELECT vuln_id, severity, pkg_name, pkg_version, pkg_type, fixed_in, kev, epss, risk, first_seen, kev_since
+	err := withPgx(conn, func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, `SELECT vuln_id, severity, pkg_name, pkg_version, pkg_type, fixed_in, kev, epss, risk, first_seen, kev_since
  FROM findings WHERE digest = $1`, digest)
 		if err != nil {
 			return err

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 )
@@ -92,31 +91,12 @@ func touchLifecycle(ctx context.Context, conn *sql.Conn, digest string, at time.
 			resolved = append(resolved, k)
 		}
 	}
-	err := conn.Raw(func(dc any) error {
-		if len(back) == 0 {
-			return nil
-		}
-		pc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("driver connection is %T, want pgx stdlib", dc)
-		}
-		c := pc.Conn()
-		ids, names, versions, types := keyArrays(back)
-		rows, err := c.Query(ctx, `DELETE FROM finding_lifecycle l USING unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS k(vuln_id, pkg_name, pkg_version, pkg_type)
-WHERE l.digest = $1 AND l.vuln_id = k.vuln_id AND l.pkg_name = k.pkg_name AND l.pkg_version = k.pkg_version AND l.pkg_type = k.pkg_type
-RETURNING l.vuln_id, l.pkg_name, l.pkg_version, l.pkg_type, l.first_seen, l.kev_since`, digest, ids, names, versions, types)
-		if err != nil {
-			return err
-		}
-		var k lifecycleKey
-		var first time.Time
-		var kevSince *time.Time
-		_, err = pgx.ForEachRow(rows, []any{&k.id, &k.name, &k.version, &k.typ, &first, &kevSince}, func() error {
-			seen[k] = report.Seen{FirstSeen: first.UTC(), KEVSince: utc(kevSince)}
-			return nil
+	var err error
+	if len(back) > 0 {
+		err = withPgx(conn, func(c *pgx.Conn) error {
+			return reopen(ctx, c, digest, back, seen)
 		})
-		return err
-	})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("finding lifecycle: %w", err)
 	}
@@ -200,4 +180,25 @@ func (s *Store) FindingLifecycle(ctx context.Context, digest string) ([]Lifecycl
 			ResolvedAt: utc(r.ResolvedAt)}
 	}
 	return out, nil
+}
+
+// reopen deletes the resolved lifecycle rows of the keys a report holds
+// again and puts their first sighting and KEV listing into seen: a key that
+// comes back keeps its lifecycle.
+func reopen(ctx context.Context, c *pgx.Conn, digest string, back []lifecycleKey, seen map[lifecycleKey]report.Seen) error {
+	ids, names, versions, types := keyArrays(back)
+	rows, err := c.Query(ctx, `DELETE FROM finding_lifecycle l USING unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS k(vuln_id, pkg_name, pkg_version, pkg_type)
+WHERE l.digest = $1 AND l.vuln_id = k.vuln_id AND l.pkg_name = k.pkg_name AND l.pkg_version = k.pkg_version AND l.pkg_type = k.pkg_type
+RETURNING l.vuln_id, l.pkg_name, l.pkg_version, l.pkg_type, l.first_seen, l.kev_since`, digest, ids, names, versions, types)
+	if err != nil {
+		return err
+	}
+	var k lifecycleKey
+	var first time.Time
+	var kevSince *time.Time
+	_, err = pgx.ForEachRow(rows, []any{&k.id, &k.name, &k.version, &k.typ, &first, &kevSince}, func() error {
+		seen[k] = report.Seen{FirstSeen: first.UTC(), KEVSince: utc(kevSince)}
+		return nil
+	})
+	return err
 }

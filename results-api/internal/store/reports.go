@@ -10,7 +10,6 @@ import (
 	"io"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/klauspost/compress/zstd"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -325,12 +324,8 @@ func (s *Store) OpenBOM(ctx context.Context, digest string) (*BOMReader, error) 
 		if !ok {
 			return fmt.Errorf("connection pool is %T, want *sql.Conn", db.Statement.ConnPool)
 		}
-		return conn.Raw(func(dc any) error {
-			pc, ok := dc.(*stdlib.Conn)
-			if !ok {
-				return fmt.Errorf("driver connection is %T, want pgx stdlib", dc)
-			}
-			return pc.Conn().QueryRow(ctx, `SELECT encoding, size, data FROM report_boms WHERE digest = $1`, digest).
+		return withPgx(conn, func(c *pgx.Conn) error {
+			return c.QueryRow(ctx, `SELECT encoding, size, data FROM report_boms WHERE digest = $1`, digest).
 				Scan(&row.Encoding, &row.Size, &row.Data)
 		})
 	})

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/jackc/pgx/v5"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -111,14 +111,10 @@ func (s *Store) backfillOne(ctx context.Context, parse ParseFindings, digest str
 				return nil // deleted, filled by another replica, or replaced by a new report
 			}
 			if len(ids) > 0 {
-				err := conn.Raw(func(dc any) error {
-					pc, ok := dc.(*stdlib.Conn)
-					if !ok {
-						return fmt.Errorf("driver connection is %T, want pgx stdlib", dc)
-					}
+				err := withPgx(conn, func(c *pgx.Conn) error {
 					// A listing found now counts from the finding's first
 					// sighting: the report that held it listed it already.
-					_, err := pc.Conn().Exec(ctx, `UPDATE findings f SET epss = u.epss, kev = u.kev, risk = u.risk,
+					_, err := c.Exec(ctx, `UPDATE findings f SET epss = u.epss, kev = u.kev, risk = u.risk,
  kev_since = CASE WHEN u.kev THEN coalesce(f.kev_since, f.first_seen) END
  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::bool[], $7::float8[]) AS u(vuln_id, pkg_name, pkg_version, purl, epss, kev, risk)
  WHERE f.digest = $8 AND f.vuln_id = u.vuln_id AND f.pkg_name = u.pkg_name AND f.pkg_version = u.pkg_version AND f.purl = u.purl`,
