@@ -66,7 +66,7 @@ func (c *matchCache) get(k cacheKey, p pkg.Package, rec *recorder) ([]match.Matc
 	// e is never changed once stored, so it is copied outside the lock.
 	var matches []match.Match
 	if e.matches != nil {
-		matches, _ = deepCopy(e.matches)
+		matches = copyOut(e.matches)
 		for i := range matches {
 			matches[i].Package = p
 		}

@@ -55,7 +55,8 @@ type Options struct {
 	CacheBytes int64
 	// MemoBytes bounds the DB memo: what Grype's DB store answered for each
 	// query that does not depend on a package's version, kept for this DB
-	// (memoReader), and its providers table read once. Zero means
+	// (memoReader), the rows Grype's fills read by id (rowsByID), and its
+	// providers table read once. Zero means
 	// DefaultMemoBytes; a negative value turns the memo off.
 	MemoBytes int64
 	// Footprints makes every match record its footprint (footprint.go):
@@ -142,7 +143,7 @@ func Open(dir string, o Options) (*Matcher, error) {
 	}
 	if o.MemoBytes > 0 {
 		if m.memo, err = newMemoReader(rdr, o.MemoBytes); err == nil {
-			err = answerGlobalTables(m.memo.db)
+			err = answerGlobalTables(m.memo.db, m.memo.memo)
 		}
 		if err != nil {
 			_ = rdr.Close()

@@ -64,8 +64,7 @@ func memoized[T any](r *memoReader, key string, ok bool, load func() (T, error))
 		return load()
 	}
 	if v, hit := r.memo.get(key); hit {
-		out, _ := deepCopy(v.(T))
-		return out, nil
+		return copyOut(v.(T)), nil
 	}
 	v, err := load()
 	if err != nil {

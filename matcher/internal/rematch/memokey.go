@@ -1,10 +1,9 @@
 package rematch
 
 import (
-	"fmt"
 	"reflect"
 	"strconv"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/anchore/syft/syft/cpe"
@@ -17,78 +16,112 @@ import (
 // version is encoded too, which can only make keys differ more. It refuses
 // (false) what it cannot encode faithfully: maps (unordered), functions,
 // channels and unexported fields.
+//
+// It runs for every lookup Grype's matchers make, so what reflection would
+// find out again each time — a struct's name and its fields' — is worked
+// out once per type (structKeyPlan) and the key is built in a pooled
+// buffer.
 func memoKey(method string, args ...any) (string, bool) {
-	var b strings.Builder
-	b.WriteString(method)
+	bp := keyBufs.Get().(*[]byte)
+	b := append((*bp)[:0], method...)
+	ok := true
 	for _, a := range args {
-		b.WriteByte('|')
-		if !encodeKey(&b, reflect.ValueOf(a)) {
-			return "", false
+		b = append(b, '|')
+		if b, ok = encodeKey(b, reflect.ValueOf(a)); !ok {
+			break
 		}
 	}
-	return b.String(), true
+	key := ""
+	if ok {
+		key = string(b)
+	}
+	*bp = b
+	keyBufs.Put(bp)
+	return key, ok
 }
+
+var keyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 var timeType = reflect.TypeFor[time.Time]()
 
-func encodeKey(b *strings.Builder, v reflect.Value) bool {
+func encodeKey(b []byte, v reflect.Value) ([]byte, bool) {
 	if !v.IsValid() {
-		b.WriteString("nil")
-		return true
-	}
-	if v.Type() == timeType {
-		b.WriteString(v.Interface().(time.Time).Format(time.RFC3339Nano))
-		return true
+		return append(b, "nil"...), true
 	}
 	switch v.Kind() {
 	case reflect.String:
-		b.WriteString(strconv.Quote(v.String()))
+		return strconv.AppendQuote(b, v.String()), true
 	case reflect.Bool:
-		b.WriteString(strconv.FormatBool(v.Bool()))
+		return strconv.AppendBool(b, v.Bool()), true
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		b.WriteString(strconv.FormatInt(v.Int(), 10))
+		return strconv.AppendInt(b, v.Int(), 10), true
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		b.WriteString(strconv.FormatUint(v.Uint(), 10))
+		return strconv.AppendUint(b, v.Uint(), 10), true
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
-			b.WriteString("nil")
-			return true
+			return append(b, "nil"...), true
 		}
-		b.WriteByte('&')
-		return encodeKey(b, v.Elem())
+		return encodeKey(append(b, '&'), v.Elem())
 	case reflect.Slice, reflect.Array:
 		if v.Kind() == reflect.Slice && v.IsNil() {
-			b.WriteString("nil")
-			return true
+			return append(b, "nil"...), true
 		}
-		fmt.Fprintf(b, "[%d:", v.Len())
+		b = append(b, '[')
+		b = strconv.AppendInt(b, int64(v.Len()), 10)
+		b = append(b, ':')
 		for i := range v.Len() {
-			if !encodeKey(b, v.Index(i)) {
-				return false
+			var ok bool
+			if b, ok = encodeKey(b, v.Index(i)); !ok {
+				return b, false
 			}
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteByte(']')
+		return append(b, ']'), true
 	case reflect.Struct:
-		t := v.Type()
-		b.WriteString(t.String())
-		b.WriteByte('{')
-		for i := range t.NumField() {
-			if !t.Field(i).IsExported() {
-				return false
-			}
-			b.WriteString(t.Field(i).Name)
-			b.WriteByte(':')
-			if !encodeKey(b, v.Field(i)) {
-				return false
-			}
-			b.WriteByte(',')
+		if v.Type() == timeType {
+			return v.Interface().(time.Time).AppendFormat(b, time.RFC3339Nano), true
 		}
-		b.WriteByte('}')
+		p := structKeyPlan(v.Type())
+		if p.unexported {
+			return b, false
+		}
+		b = append(b, p.open...)
+		for i, f := range p.fields {
+			b = append(b, f...)
+			var ok bool
+			if b, ok = encodeKey(b, v.Field(i)); !ok {
+				return b, false
+			}
+			b = append(b, ',')
+		}
+		return append(b, '}'), true
 	default: // maps, floats, funcs, channels: not needed, not encoded
-		return false
+		return b, false
 	}
-	return true
+}
+
+// keyPlan is what a struct's key writes besides its fields' values: its
+// type's name and "{", then each field's name and ":".
+type keyPlan struct {
+	open       string
+	fields     []string
+	unexported bool // a field is unexported: the struct cannot be encoded
+}
+
+var keyPlans sync.Map // reflect.Type -> *keyPlan
+
+func structKeyPlan(t reflect.Type) *keyPlan {
+	if p, ok := keyPlans.Load(t); ok {
+		return p.(*keyPlan)
+	}
+	p := &keyPlan{open: t.String() + "{", fields: make([]string, t.NumField())}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		p.unexported = p.unexported || !f.IsExported()
+		p.fields[i] = f.Name + ":"
+	}
+	keyPlans.Store(t, p)
+	return p
 }
 
 // withoutVersion returns a copy of c without the attributes Grype's CPE

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 
+	"gorm.io/gorm"
+
 	"github.com/crowsnest-dev/crowsnest/matcher/dbwrite/advisory"
 
 	v6 "github.com/anchore/grype/grype/db/v6"
@@ -75,5 +77,84 @@ func TestSmallTablesAnsweredOnce(t *testing.T) {
 		}); n != 1 {
 			t.Fatalf("a pointer argument: %d statements, want 1 each time", n)
 		}
+	}
+}
+
+// TestRowsByIDAnswers reads rows by id as Grype's fills do
+// (Where("id IN (?)", ids).Find) through the store's handle with the memo
+// on, and the same reads with it off: the answers are equal, in the same
+// order, for ids shuffled and repeated; a read whose rows were all read
+// before reaches no SQLite statement and hands out rows the caller may
+// change; a read naming an id never read, or shaped otherwise, runs.
+func TestRowsByIDAnswers(t *testing.T) {
+	dir := writeDB(t, append(advisory.All(0), benchAdvisories(300)...), fixtureBuilt)
+	db := openWith(t, dir, Options{CacheBytes: -1}).memo.db
+	plain := openWith(t, dir, Options{CacheBytes: -1, MemoBytes: -1}).gdb
+	statements := func(f func()) int64 {
+		before := work.sqlStatements.Load()
+		f()
+		return work.sqlStatements.Load() - before
+	}
+	someIDs := func(table, where string) []v6.ID {
+		t.Helper()
+		var ids []v6.ID
+		if err := plain.Raw("SELECT id FROM " + table + " WHERE " + where + " ORDER BY id LIMIT 6").Scan(&ids).Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) < 3 {
+			t.Fatalf("%s: %d rows", table, len(ids))
+		}
+		// shuffled and repeated, as fillRefs and attachBlobValue may ask
+		return []v6.ID{ids[2], ids[0], ids[len(ids)-1], ids[0], ids[1]}
+	}
+	check := func(name string, ids []v6.ID, read func(db *gorm.DB, ids []v6.ID) (any, error), change func(any)) {
+		t.Helper()
+		want, err := read(plain, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var first, again any
+		if n := statements(func() { first, err = read(db, ids) }); err != nil || n != 1 {
+			t.Fatalf("%s first read: %d statements, err %v; want 1", name, n, err)
+		}
+		if !reflect.DeepEqual(first, want) {
+			t.Fatalf("%s first read:\n%+v\nwant\n%+v", name, first, want)
+		}
+		change(first)
+		if n := statements(func() { again, err = read(db, ids[1:]) }); err != nil || n != 0 {
+			t.Fatalf("%s read again: %d statements, err %v; want 0", name, n, err)
+		}
+		if w, _ := read(plain, ids[1:]); !reflect.DeepEqual(again, w) {
+			t.Fatalf("%s read again:\n%+v\nwant\n%+v", name, again, w)
+		}
+		missing := append([]v6.ID{1 << 40}, ids...)
+		if n := statements(func() { _, err = read(db, missing) }); err != nil || n != 1 {
+			t.Fatalf("%s with an id never read: %d statements, err %v; want 1", name, n, err)
+		}
+	}
+	check("vulnerability handles", someIDs("vulnerability_handles", "true"), func(db *gorm.DB, ids []v6.ID) (any, error) {
+		var rows []v6.VulnerabilityHandle
+		err := db.Where("id IN (?)", ids).Find(&rows).Error
+		return rows, err
+	}, func(rows any) { rows.([]v6.VulnerabilityHandle)[0].Name = "changed by the caller" })
+	check("blobs", someIDs("blobs", "true"), func(db *gorm.DB, ids []v6.ID) (any, error) {
+		var rows []v6.Blob
+		err := db.Where("id IN ?", ids).Find(&rows).Error
+		return rows, err
+	}, func(rows any) { rows.([]v6.Blob)[0].Value = "changed by the caller" })
+	check("packages", someIDs("packages", "true"), func(db *gorm.DB, ids []v6.ID) (any, error) {
+		var rows []v6.Package
+		err := db.Where("id IN (?)", ids).Find(&rows).Error
+		return rows, err
+	}, func(rows any) { rows.([]v6.Package)[0].Name = "changed by the caller" })
+
+	ids := someIDs("vulnerability_handles", "true")
+	if n := statements(func() {
+		var rows []v6.VulnerabilityHandle
+		if err := db.Where("id IN (?)", ids).Order("id DESC").Find(&rows).Error; err != nil {
+			t.Fatal(err)
+		}
+	}); n != 1 {
+		t.Fatalf("an ordered read: %d statements, want 1 (it runs)", n)
 	}
 }

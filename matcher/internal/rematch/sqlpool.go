@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -66,9 +69,9 @@ func countStatements(gdb *gorm.DB) {
 // wrapper can answer it; a gorm query callback on the store's handle can.
 // It answers the whole-table read — `Find(&[]Provider)` with no condition,
 // join, preload, selection or raw SQL — with a copy of the rows read here,
-// hands the small tables' queries to smallTables, and lets every other
-// query run.
-func answerGlobalTables(gdb *gorm.DB) error {
+// hands the reads of rows by id to rowsByID and the small tables' queries
+// to smallTables, and lets every other query run.
+func answerGlobalTables(gdb *gorm.DB, memo *lru[string, any]) error {
 	var providers []v6.Provider
 	if err := gdb.Find(&providers).Error; err != nil {
 		return fmt.Errorf("read providers: %w", err)
@@ -79,14 +82,18 @@ func answerGlobalTables(gdb *gorm.DB) error {
 		return errors.New("gorm has no gorm:query callback: revisit answerGlobalTables for this gorm version")
 	}
 	small := &smallTables{answers: map[string]any{}}
+	rows := rowsByID{memo: memo}
 	return query.Replace("gorm:query", func(db *gorm.DB) {
 		if db.Error != nil {
 			run(db)
 			return
 		}
 		if dest, ok := db.Statement.Dest.(*[]v6.Provider); ok && wholeTable(db.Statement) {
-			*dest, _ = deepCopy(providers)
+			*dest = copyOut(providers)
 			db.RowsAffected = int64(len(providers))
+			return
+		}
+		if rows.query(db, run) {
 			return
 		}
 		small.query(db, run)
@@ -135,8 +142,7 @@ func (st *smallTables) query(db *gorm.DB, run func(*gorm.DB)) {
 	st.mu.Unlock()
 	dest := reflect.ValueOf(s.Dest).Elem() // the *[]T's slice
 	if hit {
-		rows, _ := deepCopy(kept)
-		dest.Set(reflect.ValueOf(rows))
+		dest.Set(reflect.ValueOf(copyOut(kept)))
 		db.RowsAffected = int64(dest.Len())
 		return
 	}
@@ -177,4 +183,82 @@ func wholeTable(s *gorm.Statement) bool {
 	return len(s.Clauses) == 0 && len(s.Joins) == 0 && len(s.Preloads) == 0 && len(s.Selects) == 0 &&
 		len(s.Omits) == 0 && !s.Distinct && s.SQL.Len() == 0 && len(s.Vars) == 0 &&
 		(s.Table == "" || s.Table == "providers")
+}
+
+// rowsByID answers the store's reads of rows by primary key from the DB
+// memo, one row per entry. Grype fills in every handle a lookup returns —
+// a memo hit as much as a miss — by reading the vulnerability, operating
+// system, package and CPE rows it refers to and its blobs, each as
+// `SELECT * FROM <table> WHERE id IN (...)` (v6 fillRefs, getBlobValues;
+// fillAffectedPackageHandles runs after every GetAffectedPackages), so the
+// same rows are read again for every package that meets them. The DB is
+// read-only: a row read once is the row. A read is answered when the memo
+// holds every row it names, with the rows in ascending id order, once each,
+// as SQLite returns them for an IN list on the table's integer key
+// (TestRowsByIDAnswers compares); otherwise it runs and its rows are kept.
+type rowsByID struct{ memo *lru[string, any] }
+
+// byIDSQL is the statement gorm builds for Where("id IN (?)", ids).Find of
+// one of the tables rowsByID answers.
+var byIDSQL = regexp.MustCompile("^SELECT \\* FROM `(vulnerability_handles|operating_systems|packages|cpes|blobs)` WHERE id IN \\((?:\\?,)*\\?\\)$")
+
+// query answers db's read if it is a read of rows by id, and reports
+// whether it was one (answered or run).
+func (r rowsByID) query(db *gorm.DB, run func(*gorm.DB)) bool {
+	s := db.Statement
+	switch s.Dest.(type) {
+	case *[]v6.VulnerabilityHandle, *[]v6.OperatingSystem, *[]v6.Package, *[]v6.Cpe, *[]v6.Blob:
+	default:
+		return false
+	}
+	if len(s.Preloads) > 0 || len(s.Joins) > 0 {
+		return false
+	}
+	callbacks.BuildQuerySQL(db)
+	m := byIDSQL.FindStringSubmatch(s.SQL.String())
+	if db.Error != nil || m == nil {
+		return false // the SQL is built: the next query runs it as it stands
+	}
+	ids := make([]int64, 0, len(s.Vars))
+	for _, v := range s.Vars {
+		rv := reflect.ValueOf(v)
+		if rv.Kind() != reflect.Int64 {
+			return false
+		}
+		ids = append(ids, rv.Int())
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	table := m[1]
+	dest := reflect.ValueOf(s.Dest).Elem() // the *[]T's slice
+	out := reflect.MakeSlice(dest.Type(), 0, len(ids))
+	for _, id := range ids {
+		row, hit := r.memo.get(rowKey(table, id))
+		if !hit {
+			run(db)
+			r.keep(db, table, dest)
+			return true
+		}
+		out = reflect.Append(out, reflect.ValueOf(copyOut(row)))
+	}
+	dest.Set(out)
+	db.RowsAffected = int64(out.Len())
+	return true
+}
+
+// keep adds the rows a read returned to the memo, each under its id.
+func (r rowsByID) keep(db *gorm.DB, table string, dest reflect.Value) {
+	if db.Error != nil {
+		return
+	}
+	for i := range dest.Len() {
+		row := dest.Index(i)
+		key := rowKey(table, row.FieldByName("ID").Int())
+		kept, size := deepCopy(row.Interface())
+		r.memo.add(key, kept, size+int64(len(key))+entryOverhead)
+	}
+}
+
+func rowKey(table string, id int64) string {
+	return "#" + table + "#" + strconv.FormatInt(id, 10)
 }
