@@ -1,6 +1,8 @@
 package rematch
 
 import (
+	"sync"
+
 	"github.com/anchore/grype/grype/match"
 	"github.com/anchore/grype/grype/pkg"
 	"github.com/anchore/grype/grype/vulnerability"
@@ -37,7 +39,19 @@ type CacheStats struct {
 type matchCache struct {
 	maxBytes int64
 	entries  *lru[cacheKey, *cacheEntry]
+
+	// seen holds the keys of answers computed once and not kept. An answer
+	// is kept the second time it is computed: a package that only one
+	// image has (most of a fleet of distinct images) never fills the
+	// cache, nor costs the copy that keeping takes, and a package that two
+	// images share costs one more match. At seenMax keys the set starts
+	// over.
+	mu   sync.Mutex
+	seen map[cacheKey]struct{}
 }
+
+// seenMax bounds matchCache.seen (a key is 32 bytes).
+const seenMax = 1 << 16
 
 type cacheEntry struct {
 	matches []match.Match // Package left empty: it is the asking package
@@ -49,7 +63,7 @@ type cacheEntry struct {
 }
 
 func newMatchCache(maxBytes int64) *matchCache {
-	return &matchCache{maxBytes: maxBytes, entries: newLRU[cacheKey, *cacheEntry](maxBytes)}
+	return &matchCache{maxBytes: maxBytes, entries: newLRU[cacheKey, *cacheEntry](maxBytes), seen: map[cacheKey]struct{}{}}
 }
 
 // get returns a copy of the cached answer for k, made for p, or false; a
@@ -82,9 +96,10 @@ func (c *matchCache) get(k cacheKey, p pkg.Package, rec *recorder) ([]match.Matc
 // put stores what a matcher answered for p under k, if the answer is about
 // p alone: every match is for p itself and every ignore filter is one of p's
 // own file-ownership filters (internal.OwnershipIgnores). Anything else is
-// not cached and so always computed.
+// not cached and so always computed. An answer computed for the first time
+// is not stored (seen).
 func (c *matchCache) put(k cacheKey, p pkg.Package, matches []match.Match, ignores []match.IgnoreFilter, keys []string, recorded bool) {
-	if c.maxBytes <= 0 {
+	if c.maxBytes <= 0 || !c.computedBefore(k) {
 		return
 	}
 	e := &cacheEntry{keys: keys, recorded: recorded}
@@ -122,8 +137,29 @@ func (c *matchCache) put(k cacheKey, p pkg.Package, matches []match.Match, ignor
 	c.entries.add(k, e, size)
 }
 
+// computedBefore reports whether the answer for k was computed before and
+// not kept, and remembers that it now has been.
+func (c *matchCache) computedBefore(k cacheKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.seen[k]; ok {
+		delete(c.seen, k)
+		return true
+	}
+	if len(c.seen) >= seenMax {
+		clear(c.seen)
+	}
+	c.seen[k] = struct{}{}
+	return false
+}
+
 // clear drops every entry (the Matcher is closed).
-func (c *matchCache) clear() { c.entries.clear() }
+func (c *matchCache) clear() {
+	c.entries.clear()
+	c.mu.Lock()
+	clear(c.seen)
+	c.mu.Unlock()
+}
 
 func (c *matchCache) snapshot() CacheStats { return c.entries.snapshot() }
 

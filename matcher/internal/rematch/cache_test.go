@@ -202,3 +202,39 @@ func TestDeepCopy(t *testing.T) {
 		t.Fatal("the copy shares memory with the original")
 	}
 }
+
+// TestMatchCacheKeepsSecondAnswer: an answer computed once is not kept (a
+// package only one image has never fills the cache), the second is, and
+// is answered from then on; the set of keys seen once starts over when
+// full instead of growing.
+func TestMatchCacheKeepsSecondAnswer(t *testing.T) {
+	c := newMatchCache(1 << 20)
+	p := pkg.Package{ID: "p", Name: "musl", Version: "1.2.4-r1", Type: "apk"}
+	k, ok := keyOf("apk-matcher", p)
+	if !ok {
+		t.Fatal("no key")
+	}
+	c.put(k, p, nil, nil, nil, false)
+	if st := c.snapshot(); st.Entries != 0 {
+		t.Fatalf("first answer kept: %+v", st)
+	}
+	if _, _, hit := c.get(k, p, nil); hit {
+		t.Fatal("hit after the first answer")
+	}
+	c.put(k, p, nil, nil, nil, false)
+	if st := c.snapshot(); st.Entries != 1 {
+		t.Fatalf("second answer not kept: %+v", st)
+	}
+	if _, _, hit := c.get(k, p, nil); !hit {
+		t.Fatal("no hit after the second answer")
+	}
+	for i := range seenMax + 1 {
+		var other cacheKey
+		other[0], other[1], other[2] = byte(i), byte(i>>8), byte(i>>16)
+		other[31] = 1
+		c.computedBefore(other)
+	}
+	if n := len(c.seen); n > seenMax {
+		t.Fatalf("%d keys seen once, bound %d", n, seenMax)
+	}
+}
