@@ -85,7 +85,10 @@ func TestSmallTablesAnsweredOnce(t *testing.T) {
 // on, and the same reads with it off: the answers are equal, in the same
 // order, for ids shuffled and repeated; a read whose rows were all read
 // before reaches no SQLite statement and hands out rows the caller may
-// change; a read naming an id never read, or shaped otherwise, runs.
+// change (deep copies are TestDeepCopy's; the test DB's rows hold no
+// pointer); a read naming an id never read, or shaped otherwise, runs; a
+// table read into another table's type (it panicked) does not answer the
+// reads of its own.
 func TestRowsByIDAnswers(t *testing.T) {
 	dir := writeDB(t, append(advisory.All(0), benchAdvisories(300)...), fixtureBuilt)
 	db := openWith(t, dir, Options{CacheBytes: -1}).memo.db
@@ -147,6 +150,24 @@ func TestRowsByIDAnswers(t *testing.T) {
 		err := db.Where("id IN (?)", ids).Find(&rows).Error
 		return rows, err
 	}, func(rows any) { rows.([]v6.Package)[0].Name = "changed by the caller" })
+
+	// a table read into another table's type is kept apart: the packages
+	// read (and kept) above stay packages
+	pkgIDs := someIDs("packages", "true")
+	var odd []v6.Blob
+	if err := db.Table("packages").Where("id IN (?)", pkgIDs).Find(&odd).Error; err != nil {
+		t.Fatal(err)
+	}
+	var pkgs, want []v6.Package
+	if err := db.Where("id IN (?)", pkgIDs).Find(&pkgs).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.Where("id IN (?)", pkgIDs).Find(&want).Error; err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(pkgs, want) {
+		t.Fatalf("packages after a read of them into blobs:\n%+v\nwant\n%+v", pkgs, want)
+	}
 
 	ids := someIDs("vulnerability_handles", "true")
 	if n := statements(func() {

@@ -229,14 +229,16 @@ func (r rowsByID) query(db *gorm.DB, run func(*gorm.DB)) bool {
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	table := m[1]
 	dest := reflect.ValueOf(s.Dest).Elem() // the *[]T's slice
+	// a row is kept under its table and the type it was read into: a read
+	// of one table into another table's type (Table, Model) keeps its own
+	kind := m[1] + "#" + dest.Type().Elem().Name()
 	out := reflect.MakeSlice(dest.Type(), 0, len(ids))
 	for _, id := range ids {
-		row, hit := r.memo.get(rowKey(table, id))
+		row, hit := r.memo.get(rowKey(kind, id))
 		if !hit {
 			run(db)
-			r.keep(db, table, dest)
+			r.keep(db, kind, dest)
 			return true
 		}
 		out = reflect.Append(out, reflect.ValueOf(copyOut(row)))
@@ -247,18 +249,18 @@ func (r rowsByID) query(db *gorm.DB, run func(*gorm.DB)) bool {
 }
 
 // keep adds the rows a read returned to the memo, each under its id.
-func (r rowsByID) keep(db *gorm.DB, table string, dest reflect.Value) {
+func (r rowsByID) keep(db *gorm.DB, kind string, dest reflect.Value) {
 	if db.Error != nil {
 		return
 	}
 	for i := range dest.Len() {
 		row := dest.Index(i)
-		key := rowKey(table, row.FieldByName("ID").Int())
+		key := rowKey(kind, row.FieldByName("ID").Int())
 		kept, size := deepCopy(row.Interface())
 		r.memo.add(key, kept, size+int64(len(key))+entryOverhead)
 	}
 }
 
-func rowKey(table string, id int64) string {
-	return "#" + table + "#" + strconv.FormatInt(id, 10)
+func rowKey(kind string, id int64) string {
+	return "#" + kind + "#" + strconv.FormatInt(id, 10)
 }
