@@ -63,16 +63,22 @@ func runProbe(ctx context.Context, args []string, stderr io.Writer) int {
 
 // probeURL GETs u every interval until it answers 2xx or ctx ends; it
 // returns the attempts made, the last status (0 without an answer) and,
-// on failure, the last error.
+// on failure, the last error. When the deadline cuts the last attempt
+// short, the answer before it is what the failure reports (a 503 and its
+// body say more than "context deadline exceeded").
 func probeURL(ctx context.Context, client *http.Client, u string, interval time.Duration) (int, int, error) {
+	lastStatus, lastErr := 0, error(nil)
 	for attempt := 1; ; attempt++ {
 		status, err := get(ctx, client, u)
 		if err == nil {
 			return attempt, status, nil
 		}
+		if status != 0 || lastErr == nil || ctx.Err() == nil {
+			lastStatus, lastErr = status, err
+		}
 		select {
 		case <-ctx.Done():
-			return attempt, status, err
+			return attempt, lastStatus, lastErr
 		case <-time.After(interval):
 		}
 	}

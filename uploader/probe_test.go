@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,6 +66,22 @@ func TestProbeFailures(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("probe took %v past a 700ms deadline", d)
+	}
+	// The deadline cuts an attempt short (here: every attempt after the
+	// first hangs): the failure still reports the last answer, not only
+	// "context deadline exceeded".
+	var calls atomic.Int32
+	hangs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) > 1 {
+			<-r.Context().Done()
+			return
+		}
+		http.Error(w, "readyz check failed", http.StatusServiceUnavailable)
+	}))
+	defer hangs.Close()
+	if code, logs := runProbeCmd(t, "--deadline=500ms", "--interval=50ms", hangs.URL+"/readyz"); code != scan.ExitUnreachable ||
+		!strings.Contains(logs, "readyz check failed") || !strings.Contains(logs, `"status":503`) || !strings.Contains(logs, `"attempts":2`) {
+		t.Errorf("deadline during an attempt: exit %d, want %d with the answer before it: %s", code, scan.ExitUnreachable, logs)
 	}
 	if code, logs := runProbeCmd(t, "--deadline=300ms", redirect.URL); code != scan.ExitUnreachable || !strings.Contains(logs, `"status":302`) {
 		t.Errorf("redirect: exit %d, want %d (not followed): %s", code, scan.ExitUnreachable, logs)
