@@ -166,6 +166,9 @@ func TestReadWireGzipTrailer(t *testing.T) {
 		"two members":           append(gz(bom[:100]), gz(bom[100:])...),
 		// Anything after the member also moves the trailer: here it reads 0.
 		"bytes after": append(append([]byte{}, z...), 0, 0, 0, 0),
+		// The CRC-32 in the trailer must match what inflates.
+		"checksum wrong":   withCRC(z, ^binary.LittleEndian.Uint32(z[len(z)-8:])),
+		"deflate data cut": append(append([]byte{}, z[:len(z)/2]...), z[len(z)-8:]...),
 	} {
 		w, err := ingest.ReadWire(bytes.NewReader(body), "gzip", -1, 1<<20)
 		if err == nil {
@@ -175,6 +178,12 @@ func TestReadWireGzipTrailer(t *testing.T) {
 			t.Errorf("%s: %v, want ErrBadGzip", name, err)
 		}
 	}
+}
+
+func withCRC(z []byte, crc uint32) []byte {
+	out := append([]byte{}, z...)
+	binary.LittleEndian.PutUint32(out[len(out)-8:], crc)
+	return out
 }
 
 func withISize(z []byte, n uint32) []byte {

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"strings"
+
+	"github.com/klauspost/compress/gzip" // the standard library's API, inflating ~1.5x as fast
 )
 
 // Input errors; the HTTP layer maps each to a status code.
