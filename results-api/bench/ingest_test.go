@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,8 +25,9 @@ var largeFixture = filepath.Join("..", "testdata", "grype", "large.cdx.json")
 // concurrent writers. The 1 MB and 5 MB BOMs are CONSTRUCTED CycloneDX
 // (bomtest.Sized, Grype-shaped, ~560 bytes per finding). When the Grype
 // large fixture exists (Grype's own output format, ~1,850 bytes per
-// finding) it runs too, whole and cut to its first vulnerabilities so that
-// it is about 1 MB or 0.5 MB.
+// finding) it runs too: whole (5.9 MB), cut to its first vulnerabilities
+// so that it is about 1 MB or 0.5 MB, and grown to the 8.75 MB of the
+// largest report issue 30 measured (more advisories on the same packages).
 func BenchmarkIngest(b *testing.B) {
 	type bom struct {
 		name string
@@ -37,7 +39,8 @@ func BenchmarkIngest(b *testing.B) {
 	}
 	if raw, err := os.ReadFile(largeFixture); err == nil {
 		boms = append(boms, bom{"grype-large", raw}, bom{"grype-large-cut-1MB", cutBOM(b, raw, 1<<20)},
-			bom{"grype-large-cut-512KB", cutBOM(b, raw, 512<<10)})
+			bom{"grype-large-cut-512KB", cutBOM(b, raw, 512<<10)},
+			bom{"grype-large-grown-8.75MB", growBOM(b, raw, 8960<<10)})
 	}
 	srv := apitest.Start(b)
 	var seq atomic.Int64
@@ -141,6 +144,52 @@ func cutBOM(b *testing.B, raw []byte, size int) []byte {
 			return out
 		}
 		n = min(n+n/16+1, len(vulns))
+	}
+}
+
+// growBOM appends copies of a CycloneDX document's vulnerabilities, each
+// under a new id (CVE-YYYY-N becomes CVE-YYYY-N+100000·k, in its text too)
+// and a new bom-ref, affecting the same components, until the document
+// re-encodes (two-space indent, as Grype writes the fixture) to at least
+// size bytes.
+func growBOM(b *testing.B, raw []byte, size int) []byte {
+	var doc map[string]json.RawMessage
+	var vulns []json.RawMessage
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		b.Fatal(err)
+	}
+	if err := json.Unmarshal(doc["vulnerabilities"], &vulns); err != nil || len(vulns) == 0 {
+		b.Fatal("large fixture: no vulnerabilities")
+	}
+	grown := append([]json.RawMessage(nil), vulns...)
+	for i := 0; ; i++ {
+		if i%64 == 0 {
+			doc["vulnerabilities"], _ = json.Marshal(grown)
+			out, err := json.MarshalIndent(doc, "", "  ")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(out) >= size {
+				return out
+			}
+		}
+		v := vulns[i%len(vulns)]
+		var head struct {
+			Ref string `json:"bom-ref"`
+			ID  string `json:"id"`
+		}
+		var year, num int
+		if json.Unmarshal(v, &head) != nil || head.Ref == "" {
+			b.Fatalf("large fixture: vulnerability %d has no bom-ref", i)
+		}
+		if _, err := fmt.Sscanf(head.ID, "CVE-%d-%d", &year, &num); err != nil {
+			b.Fatalf("large fixture: vulnerability id %q: %v", head.ID, err)
+		}
+		k := i/len(vulns) + 1
+		c := bytes.ReplaceAll(v, []byte(strconv.Quote(head.ID)), []byte(strconv.Quote(fmt.Sprintf("CVE-%d-%d", year, num+100000*k))))
+		c = bytes.ReplaceAll(c, []byte("/"+head.ID), []byte(fmt.Sprintf("/CVE-%d-%d", year, num+100000*k)))
+		c = bytes.Replace(c, []byte(strconv.Quote(head.Ref)), []byte(strconv.Quote(fmt.Sprintf("urn:uuid:00000000-0000-5000-8000-%012d", i))), 1)
+		grown = append(grown, c)
 	}
 }
 
