@@ -67,18 +67,20 @@ func runProbe(ctx context.Context, args []string, stderr io.Writer) int {
 // short, the answer before it is what the failure reports (a 503 and its
 // body say more than "context deadline exceeded").
 func probeURL(ctx context.Context, client *http.Client, u string, interval time.Duration) (int, int, error) {
-	lastStatus, lastErr := 0, error(nil)
+	var lastStatus int
+	var lastErr error
 	for attempt := 1; ; attempt++ {
 		status, err := get(ctx, client, u)
 		if err == nil {
 			return attempt, status, nil
 		}
-		if status != 0 || lastErr == nil || ctx.Err() == nil {
-			lastStatus, lastErr = status, err
+		if status == 0 && ctx.Err() != nil && lastErr != nil {
+			return attempt, lastStatus, lastErr // the deadline cut this attempt short
 		}
+		lastStatus, lastErr = status, err
 		select {
 		case <-ctx.Done():
-			return attempt, lastStatus, lastErr
+			return attempt, status, err
 		case <-time.After(interval):
 		}
 	}

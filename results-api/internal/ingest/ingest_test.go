@@ -180,15 +180,15 @@ func TestReadWireGzipTrailer(t *testing.T) {
 	}
 }
 
-func withCRC(z []byte, crc uint32) []byte {
-	out := append([]byte{}, z...)
-	binary.LittleEndian.PutUint32(out[len(out)-8:], crc)
-	return out
-}
+// withCRC and withISize copy a gzip member with its trailer's CRC-32 or
+// ISIZE (the last 8 and 4 bytes) replaced.
+func withCRC(z []byte, crc uint32) []byte { return withTrailerWord(z, 8, crc) }
 
-func withISize(z []byte, n uint32) []byte {
+func withISize(z []byte, n uint32) []byte { return withTrailerWord(z, 4, n) }
+
+func withTrailerWord(z []byte, fromEnd int, v uint32) []byte {
 	out := append([]byte{}, z...)
-	binary.LittleEndian.PutUint32(out[len(out)-4:], n)
+	binary.LittleEndian.PutUint32(out[len(out)-fromEnd:], v)
 	return out
 }
 
