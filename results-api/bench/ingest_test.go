@@ -150,8 +150,8 @@ func cutBOM(b *testing.B, raw []byte, size int) []byte {
 // growBOM appends copies of a CycloneDX document's vulnerabilities, each
 // under a new id (CVE-YYYY-N becomes CVE-YYYY-N+100000·k, in its text too)
 // and a new bom-ref, affecting the same components, until the document
-// re-encodes (two-space indent, as Grype writes the fixture) to at least
-// size bytes.
+// re-encodes (two-space indent and <, > and & as they are, as Grype
+// writes the fixture) to at least size bytes.
 func growBOM(b *testing.B, raw []byte, size int) []byte {
 	var doc map[string]json.RawMessage
 	var vulns []json.RawMessage
@@ -164,12 +164,8 @@ func growBOM(b *testing.B, raw []byte, size int) []byte {
 	grown := append([]json.RawMessage(nil), vulns...)
 	for i := 0; ; i++ {
 		if i%64 == 0 {
-			doc["vulnerabilities"], _ = json.Marshal(grown)
-			out, err := json.MarshalIndent(doc, "", "  ")
-			if err != nil {
-				b.Fatal(err)
-			}
-			if len(out) >= size {
+			doc["vulnerabilities"] = asGrype(b, grown, "")
+			if out := asGrype(b, doc, "  "); len(out) >= size {
 				return out
 			}
 		}
@@ -201,4 +197,18 @@ func countVulns(b *testing.B, raw []byte) int {
 		b.Fatal(err)
 	}
 	return len(doc.Vulnerabilities)
+}
+
+// asGrype encodes v as Grype writes JSON: <, > and & as they are
+// (json.Marshal's \u003c escapes would be ~15,000 escaped strings in the
+// grown report that no Grype report has), indented by indent.
+func asGrype(b *testing.B, v any, indent string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
+	if err := enc.Encode(v); err != nil {
+		b.Fatal(err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }

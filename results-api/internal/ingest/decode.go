@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"strconv"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	cdx "github.com/CycloneDX/cyclonedx-go"
@@ -463,7 +465,6 @@ func (d *decoder) str(dst *string) {
 		d.bad = true
 		return
 	}
-	start := d.i
 	b, plain := d.rawString()
 	if d.bad {
 		return
@@ -472,10 +473,81 @@ func (d *decoder) str(dst *string) {
 		*dst = string(b)
 		return
 	}
-	// Escapes or invalid UTF-8: encoding/json's own unquoting, exactly.
-	if json.Unmarshal(d.data[start:d.i], dst) != nil {
-		d.bad = true
+	// Escapes or invalid UTF-8 (a quote or line break in an advisory's
+	// text, a CPE's \\:, a producer that escapes <, > and &): unquoted as
+	// encoding/json does, which rawString's checks make safe. By
+	// json.Unmarshal, a report with 15,000 such strings parsed ~15% slower.
+	*dst = unquote(b)
+}
+
+// unquote decodes the body of a JSON string, its escapes already checked
+// by rawString, exactly as encoding/json's unquote does: a \uXXXX
+// surrogate pair is one rune, a lone surrogate is U+FFFD, and so is each
+// byte of invalid UTF-8 (FuzzReadString holds it to json.Unmarshal).
+func unquote(b []byte) string {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); {
+		c := b[i]
+		switch {
+		case c == '\\':
+			e := b[i+1]
+			i += 2
+			switch e {
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r := hex4(b[i:])
+				i += 4
+				if utf16.IsSurrogate(r) {
+					// Joined with a \u escape right after it when the two
+					// are a pair; alone, U+FFFD.
+					r2 := unicode.ReplacementChar
+					if i+6 <= len(b) && b[i] == '\\' && b[i+1] == 'u' {
+						r2 = hex4(b[i+2:])
+					}
+					if r = utf16.DecodeRune(r, r2); r != unicode.ReplacementChar {
+						i += 6
+					}
+				}
+				out = utf8.AppendRune(out, r)
+			default: // " \ /
+				out = append(out, e)
+			}
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(b[i:])
+			out = utf8.AppendRune(out, r) // RuneError for a bad byte, as encoding/json
+			i += size
+		}
 	}
+	return string(out)
+}
+
+// hex4 reads the four hex digits of a \u escape (rawString checked them).
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c >= 'a':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }
 
 // name reads a string field like str, keeping one copy per distinct value
