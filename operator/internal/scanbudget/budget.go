@@ -38,10 +38,33 @@ type claim struct {
 	at    time.Time
 }
 
-// waiter is a Scanner that wants more Jobs than the cap gave it.
+// waiter is a Scanner that wants more Jobs than the cap gave it. Its turn
+// began when it was first given a slot it still waits after (turnStart),
+// and has given it turnJobs slots since.
 type waiter struct {
-	want  int
-	since time.Time
+	want      int
+	since     time.Time
+	turnStart time.Time
+	turnJobs  int
+}
+
+// A Scanner given slots keeps, for its turn, the slots its own reconciles
+// find free, ahead of the Scanners that run as many Jobs as it does: the
+// reconcile that records one of its Jobs' end creates its next Job, where
+// handing the slot to another Scanner costs that Scanner a reconcile
+// (woken) — with a Scanner per namespace, about one per Job. A turn is
+// bounded by turnJobs Jobs and turnTime, after which the Scanner goes to
+// the back of the line: no other Scanner waits for more than turnJobs of
+// its Jobs, and one that runs fewer Jobs still comes first (max-min
+// fairness is unchanged; only the order among equals is).
+const (
+	turnJobs = 4
+	turnTime = 2 * time.Minute
+)
+
+// inTurn tells whether w's turn lasts at now.
+func (w waiter) inTurn(now time.Time) bool {
+	return !w.turnStart.IsZero() && w.turnJobs < turnJobs && now.Sub(w.turnStart) < turnTime
 }
 
 // New makes the shared state: maxConcurrent caps the scan Jobs running at
@@ -90,10 +113,11 @@ func (c *Budget) Claimed(digest string, owner types.NamespacedName) bool {
 // reads the running scan Jobs from the cache, under the lock, so that no
 // claim is released between that read and this decision; live claims not
 // among them count as running too. Free slots go round-robin to the waiting
-// Scanners, oldest-waiting first, so one busy namespace cannot starve the
-// others, and Scanners whose share is free are woken. A digest another
-// Scanner claimed is skipped. With no cap every unclaimed digest is
-// admitted, and running is not called (it reads every running Job).
+// Scanners, oldest-waiting first (the caller first in its turn: turnJobs),
+// so one busy namespace cannot starve the others, and Scanners whose share
+// is free are woken. A digest another Scanner claimed is skipped. With no
+// cap every unclaimed digest is admitted, and running is not called (it
+// reads every running Job).
 func (c *Budget) Admit(owner types.NamespacedName, want []Request, running func() map[string]types.NamespacedName) []string {
 	c.mu.Lock()
 	now := c.now()
@@ -137,16 +161,25 @@ func (c *Budget) Admit(owner types.NamespacedName, want []Request, running func(
 		} else {
 			delete(c.waiting, owner)
 		}
-		shares := share(c.waiting, byOwner, max(c.cap-inUse, 0), &c.queue)
+		var first types.NamespacedName
+		if c.waiting[owner].inTurn(now) {
+			first = owner
+		}
+		shares := share(c.waiting, byOwner, max(c.cap-inUse, 0), first, &c.queue)
 		slots = shares[owner]
 		if w, ok := c.waiting[owner]; ok {
 			switch {
 			case slots >= w.want:
 				delete(c.waiting, owner)
 			case slots > 0:
-				// Served: to the back of the line.
+				// Served: to the back of the line, in its turn (a new
+				// one if the last is over).
 				w.want -= slots
 				w.since = now
+				if !w.inTurn(now) {
+					w.turnStart, w.turnJobs = now, 0
+				}
+				w.turnJobs += slots
 				c.waiting[owner] = w
 			}
 		}

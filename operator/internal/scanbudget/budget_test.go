@@ -222,3 +222,78 @@ func TestAdmitWithoutCapReadsNoRunningJobs(t *testing.T) {
 		t.Errorf("admitted %v, want [a]", got)
 	}
 }
+
+// TestTurnKeepsTheFreedSlot: a Scanner given a slot keeps the slots its
+// own reconciles find free for turnJobs Jobs, ahead of a Scanner that
+// waited longer with as many Jobs running (which is not woken meanwhile),
+// then goes to the back of the line; a turn also ends after turnTime, and
+// never beats a Scanner that runs fewer Jobs.
+func TestTurnKeepsTheFreedSlot(t *testing.T) {
+	now := t0
+	var woken []types.NamespacedName
+	c := New(func() time.Time { return now }, 1, 0, func(k types.NamespacedName) { woken = append(woken, k) })
+	// b waits first; a comes later. The one slot goes to b, then a's turn
+	// comes only once b's is over.
+	ask := func(who string, n int) []string {
+		t.Helper()
+		return c.Admit(key(who), claimsFor(who, n), runningOf())
+	}
+	end := func(who, digest string) {
+		c.Release(digest, key(who)) // the cache shows its Job now, and then its end
+		now = now.Add(time.Second)
+	}
+	if got := ask("b", 9); len(got) != 1 {
+		t.Fatalf("b got %v, want the one slot", got)
+	}
+	if got := ask("a", 9); len(got) != 0 {
+		t.Fatalf("a got %v with the cap full", got)
+	}
+	held := "b0"
+	for i := 1; i < turnJobs; i++ {
+		end("b", held)
+		got := ask("b", 9-i)
+		if len(got) != 1 {
+			t.Fatalf("b's Job %d of its turn: got %v, want the slot its last Job freed", i+1, got)
+		}
+		held = got[0]
+	}
+	if len(woken) != 0 {
+		t.Fatalf("woken %v during b's turn, want none", woken)
+	}
+	// b's turn is over: the slot it frees goes to a, which is woken.
+	end("b", held)
+	if got := ask("b", 9-turnJobs); len(got) != 0 {
+		t.Fatalf("b got %v after its turn of %d Jobs, ahead of a", got, turnJobs)
+	}
+	if len(woken) != 1 || woken[0] != key("a") {
+		t.Fatalf("woken %v, want a", woken)
+	}
+	got := ask("a", 9)
+	if len(got) != 1 {
+		t.Fatalf("a got %v, want the slot b's turn left", got)
+	}
+	// a's turn ends after turnTime even if it took fewer Jobs.
+	now = now.Add(turnTime)
+	end("a", got[0])
+	if got := ask("a", 8); len(got) != 0 {
+		t.Fatalf("a got %v after its turn's time, ahead of b", got)
+	}
+
+	// In its turn, a Scanner that runs a Job still yields to one that runs
+	// none: cap 2, d runs d0 in its turn, e waits with nothing running.
+	now = t0
+	c = New(func() time.Time { return now }, 2, 0, func(types.NamespacedName) {})
+	if got := c.Admit(key("d"), claimsFor("d", 2), runningOf()); len(got) != 2 {
+		t.Fatalf("d got %v, want both slots", got)
+	}
+	c.waiting[key("d")] = waiter{want: 3, since: now, turnStart: now, turnJobs: 1}
+	if got := c.Admit(key("e"), claimsFor("e", 1), runningOf("d0", "d1")); len(got) != 0 {
+		t.Fatalf("e got %v with the cap full", got)
+	}
+	now = now.Add(time.Second)
+	c.Release("d1", key("d"))
+	dRuns := func() map[string]types.NamespacedName { return map[string]types.NamespacedName{"d0": key("d")} }
+	if got := c.Admit(key("d"), claimsFor("d", 3)[2:], dRuns); len(got) != 0 {
+		t.Fatalf("d, running d0, got %v ahead of e, which runs nothing", got)
+	}
+}

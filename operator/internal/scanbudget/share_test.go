@@ -26,7 +26,7 @@ func TestShareRoundRobinOldestFirst(t *testing.T) {
 	}{
 		{0, 0, 0, 0}, {1, 1, 0, 0}, {2, 1, 1, 0}, {3, 1, 1, 1}, {5, 2, 1, 2}, {8, 4, 1, 3}, {20, 5, 1, 5},
 	} {
-		got := share(waiting, nil, tt.free, nil)
+		got := share(waiting, nil, tt.free, types.NamespacedName{}, nil)
 		if got[key("a")] != tt.a || got[key("b")] != tt.b || got[key("c")] != tt.c {
 			t.Errorf("free %d: shares %v, want a=%d b=%d c=%d", tt.free, got, tt.a, tt.b, tt.c)
 		}
@@ -48,7 +48,11 @@ func TestShareMatchesOneSlotAtATime(t *testing.T) {
 			running[k] = rng.IntN(3)
 		}
 		free := rng.IntN(40)
-		got, want := share(waiting, running, free, &buf), shareByScan(waiting, running, free)
+		var first types.NamespacedName // the caller in its turn, or none
+		if n := len(waiting); n > 0 && rng.IntN(2) == 0 {
+			first = key(fmt.Sprintf("ns-%02d", rng.IntN(n)))
+		}
+		got, want := share(waiting, running, free, first, &buf), shareByScan(waiting, running, free, first)
 		for k := range waiting {
 			if got[k] != want[k] {
 				t.Fatalf("round %d, free %d, %v: share gives %d, one slot at a time gives %d", round, free, k, got[k], want[k])
@@ -58,10 +62,16 @@ func TestShareMatchesOneSlotAtATime(t *testing.T) {
 }
 
 // shareByScan is share's definition, written the slow way: each slot to the
-// first Scanner, in (waiting since, namespace, name) order, with the fewest
-// Jobs.
-func shareByScan(waiting map[types.NamespacedName]waiter, running map[types.NamespacedName]int, free int) map[types.NamespacedName]int {
+// first Scanner, in (first, waiting since, namespace, name) order, with the
+// fewest Jobs.
+func shareByScan(waiting map[types.NamespacedName]waiter, running map[types.NamespacedName]int, free int, first types.NamespacedName) map[types.NamespacedName]int {
 	keys := slices.SortedFunc(maps.Keys(waiting), func(a, b types.NamespacedName) int {
+		if (a == first) != (b == first) {
+			if a == first {
+				return -1
+			}
+			return 1
+		}
 		if c := waiting[a].since.Compare(waiting[b].since); c != 0 {
 			return c
 		}
@@ -101,17 +111,17 @@ func BenchmarkShare(b *testing.B) {
 	}
 	var buf shareQueue
 	for _, free := range []int{1, 50} {
-		if got, want := share(waiting, running, free, &buf), shareByScan(waiting, running, free); !maps.Equal(got, want) {
+		if got, want := share(waiting, running, free, types.NamespacedName{}, &buf), shareByScan(waiting, running, free, types.NamespacedName{}); !maps.Equal(got, want) {
 			b.Fatalf("free %d: share %v, definition %v", free, got, want)
 		}
 		b.Run(fmt.Sprintf("share/free=%d", free), func(b *testing.B) {
 			for b.Loop() {
-				share(waiting, running, free, &buf)
+				share(waiting, running, free, types.NamespacedName{}, &buf)
 			}
 		})
 		b.Run(fmt.Sprintf("definition/free=%d", free), func(b *testing.B) {
 			for b.Loop() {
-				shareByScan(waiting, running, free)
+				shareByScan(waiting, running, free, types.NamespacedName{})
 			}
 		})
 	}
