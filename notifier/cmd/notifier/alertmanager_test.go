@@ -14,9 +14,11 @@ import (
 // them with our labels from its own API, and routes them to its webhook
 // receiver.
 func TestRealAlertmanager(t *testing.T) {
-	e := newEnv(t)
+	// Alertmanager first: a cold start builds it (minutes under load),
+	// which must not eat the env's two-minute context.
 	hook := newReceiver(t)
 	am := amtest.Start(t, hook.URL)
+	e := newEnv(t)
 	t.Logf("using a real Alertmanager %s at %s", amtest.Version, am)
 	n := e.start(e.options(`
 receivers:

@@ -101,6 +101,7 @@ func (e *env) options(config string, extra ...string) Options {
 type notifier struct {
 	m      *metrics.Metrics
 	stdout *syncBuffer
+	addr   string // its /metrics, /healthz and /readyz
 	stop   func() error
 }
 
@@ -111,7 +112,7 @@ func (e *env) start(o Options) *notifier {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	n := &notifier{m: metrics.New(), stdout: &syncBuffer{}}
+	n := &notifier{m: metrics.New(), stdout: &syncBuffer{}, addr: ln.Addr().String()}
 	ctx, cancel := context.WithCancel(e.ctx)
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, o, deps{stdout: n.stdout, stderr: io.Discard, listener: ln, metrics: n.m}) }()

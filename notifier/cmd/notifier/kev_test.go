@@ -18,9 +18,9 @@ import (
 // it) sends nothing more, and a new finding that is neither KEV-listed nor
 // scored at or above the route's minEpss says nothing to the kev route.
 func TestKEVAddedNotifiedOnce(t *testing.T) {
-	e := newEnv(t)
 	rc, hook := newReceiver(t), newReceiver(t)
-	am := amtest.Start(t, hook.URL)
+	am := amtest.Start(t, hook.URL) // before the env's context starts: see TestRealAlertmanager
+	e := newEnv(t)
 	n := e.start(e.options(`
 receivers:
 - {name: am, alertmanager: {url: "` + am + `"}}

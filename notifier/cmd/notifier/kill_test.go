@@ -121,3 +121,39 @@ routes:
 		t.Fatalf("sent metric %v, want 1", sent)
 	}
 }
+
+// TestStoppedWhileStartingIsACleanStop stops the notifier while it waits
+// for its consumer: here a consumer name its NATS user may not create,
+// which the server leaves unanswered (each attempt is bounded by 10 s; a
+// restart after a kill also waited on CreateOrUpdateConsumer). The stop is
+// a clean one, as a stop while consuming is, not "create consumer ...:
+// context canceled" (a SIGTERM then exited with an error; a CI run of
+// TestKilledBetweenReceiveAndSendSentOnceAfterRestart failed on it).
+func TestStoppedWhileStartingIsACleanStop(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	n := e.start(e.options(`
+receivers:
+- name: hook
+  webhook: {url: "`+rc.URL+`", mode: binary}
+routes:
+- {name: all, receiver: hook}
+`, "--consumer", "not-the-notifiers"))
+	// its HTTP server runs from just before it asks for its consumer; it
+	// is not ready until it has one
+	status := func(path string) int {
+		resp, err := http.Get("http://" + n.addr + path)
+		if err != nil {
+			return 0
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	eventually(t, "the notifier serves /healthz", func() bool { return status("/healthz") == http.StatusOK })
+	if got := status("/readyz"); got != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz %d while it has no consumer, want 503", got)
+	}
+	if err := n.stop(); err != nil {
+		t.Fatalf("stopped while waiting for its consumer: %v, want a clean stop", err)
+	}
+}

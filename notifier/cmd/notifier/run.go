@@ -132,6 +132,9 @@ func run(ctx context.Context, o Options, d deps) error {
 
 	cons, err := consumer(ctx, js, o.Consumer, log)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while it waited for the stream or its consumer: a clean stop, as in consume
+		}
 		return err
 	}
 	ready.Store(true)
