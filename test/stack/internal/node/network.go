@@ -37,8 +37,8 @@ type Network struct {
 }
 
 // SetupNetwork takes the first free network index, removes what a killed
-// stack may have left on it (Sweep), and creates the bridge with its
-// gateway address.
+// stack may have left on it (its bridge, and its CNI results: Sweep), and
+// creates the bridge with its gateway address.
 func SetupNetwork() (*Network, error) {
 	if err := os.MkdirAll(lockDir, 0o700); err != nil {
 		return nil, fmt.Errorf("node network locks: %w", err)
@@ -56,6 +56,10 @@ func SetupNetwork() (*Network, error) {
 			Gateway:     net.IPv4(10, 213, byte(i), 1).To4(),
 			Subnet:      &net.IPNet{IP: net.IPv4(10, 213, byte(i), 0).To4(), Mask: net.CIDRMask(24, 32)},
 			ServiceCIDR: &net.IPNet{IP: net.IPv4(10, 213, byte(128+i), 0).To4(), Mask: net.CIDRMask(24, 32)}}
+		if _, err := n.Sweep(); err != nil {
+			_ = n.Close()
+			return nil, err
+		}
 		if err := n.create(); err != nil {
 			_ = n.Close()
 			return nil, err
@@ -114,6 +118,35 @@ func (n *Network) Close() error {
 	return err
 }
 
+// cniResults is libcni's cache of each attachment's result (containerd's
+// CRI plugin keeps it there whatever the node's own directories are): one
+// file per Pod sandbox and network, <network name>-<sandbox id>-<ifname>,
+// removed by the CNI DEL that tears the sandbox's network down.
+const cniResults = "/var/lib/cni/results"
+
+// Name is the network's name in its CNI configuration, crowsnest-<Index>.
+func (n *Network) Name() string { return "crowsnest-" + strconv.Itoa(n.Index) }
+
+// Sweep removes the cached CNI results of this network and returns their
+// paths. Under the index's lock no other stack's Pods are on this network,
+// so every entry left is stale: one that a stack killed before it tore its
+// Pods down left (SetupNetwork sweeps), or one whose sandbox containerd
+// did not tear down before it stopped (Node.Stop sweeps and reports them
+// in its error).
+func (n *Network) Sweep() ([]string, error) {
+	left, err := filepath.Glob(filepath.Join(cniResults, n.Name()+"-*"))
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, p := range left {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return left, errors.Join(errs...)
+}
+
 // OthersRunning tells whether another stack on this machine holds a node
 // network now (the host paths the kubelet, CNI and containerd hard-code are
 // then shared with it).
@@ -140,7 +173,7 @@ func OthersRunning() bool {
 func (n *Network) CNIConfig(ipamDir string) string {
 	return fmt.Sprintf(`{
   "cniVersion": "1.0.0",
-  "name": "crowsnest-%d",
+  "name": %q,
   "plugins": [
     {
       "type": "bridge",
@@ -157,7 +190,7 @@ func (n *Network) CNIConfig(ipamDir string) string {
     }
   ]
 }
-`, n.Index, n.Bridge, n.Subnet.String(), n.Gateway.String(), n.ServiceCIDR.String(), ipamDir)
+`, n.Name(), n.Bridge, n.Subnet.String(), n.Gateway.String(), n.ServiceCIDR.String(), ipamDir)
 }
 
 // ServiceIP is the n-th address of ServiceCIDR: 1 is the kubernetes

@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -63,4 +64,52 @@ func TestBridgeKeepsItsAddress(t *testing.T) {
 	check("a port with a lower address joined")
 	ip("link", "del", host)
 	check("the port left")
+}
+
+// TestSetupSweepsAKilledStacksCNIResults plays a stack killed while its
+// Pods ran: libcni's cached result of one of its sandboxes stays in
+// /var/lib/cni/results under the network's name. The next stack on that
+// network index must remove it (under the index's lock nobody else uses
+// the network), or the node's teardown check counts it as its own.
+func TestSetupSweepsAKilledStacksCNIResults(t *testing.T) {
+	first, err := node.SetupNetwork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := first.Index
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	const dir = "/var/lib/cni/results"
+	var created []string
+	for _, d := range []string{"/var/lib/cni", dir} {
+		if _, err := os.Stat(d); err != nil {
+			created = append(created, d)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(dir, first.Name()+"-4f1c8a7e2b9d0c3e5f6a7b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a-eth0")
+	if err := os.WriteFile(stale, []byte(`{"cniVersion":"1.0.0"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = os.Remove(stale)
+		for i := len(created) - 1; i >= 0; i-- {
+			_ = os.Remove(created[i])
+		}
+	})
+
+	second, err := node.SetupNetwork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = second.Close() }()
+	if second.Index != index {
+		t.Fatalf("network index %d was taken by another stack between two setups (got %d); run the node tests alone (make e2e runs one package at a time)", index, second.Index)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the killed stack's CNI result %s is still there after SetupNetwork (stat: %v)", stale, err)
+	}
 }

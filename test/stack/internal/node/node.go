@@ -155,6 +155,17 @@ func (n *Node) Stop() error {
 		n.containerd = nil
 	}
 	errs = append(errs, killShims(n.ContainerdSocket()), unmountUnder(n.c.Dir))
+	// Each sandbox removed above was torn down by a CNI DEL, which drops
+	// its cached result; one still cached belongs to a sandbox containerd
+	// did not list or tear down. Its network namespace and veth are gone
+	// with the containers, so the entry is stale: removed, and reported.
+	if n.c.Network != nil {
+		left, err := n.c.Network.Sweep()
+		errs = append(errs, err)
+		if len(left) > 0 {
+			errs = append(errs, fmt.Errorf("removed the CNI results of %d sandboxes containerd did not tear down: %v", len(left), left))
+		}
+	}
 	if err := os.RemoveAll(n.c.Dir); err != nil {
 		errs = append(errs, fmt.Errorf("remove node dir: %w", err))
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +26,8 @@ import (
 // projected token; reads its logs through the API server (which dials the
 // kubelet with its client certificate); then stops everything and lists
 // what is left: no containerd, shim or kubelet process, no mount under the
-// node's directory, no bridge, no veth, no network namespace file.
+// node's directory, no bridge, no veth, no network namespace file, no
+// cached CNI result (Stop names any it had to remove).
 func TestNodeRunsAPodAndLeavesNothing(t *testing.T) {
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
@@ -156,7 +156,7 @@ func TestNodeRunsAPodAndLeavesNothing(t *testing.T) {
 		t.Log("another node runs on this machine: the shared host paths are not checked")
 		absent = nil
 	}
-	if results, _ := filepath.Glob("/var/lib/cni/results/crowsnest-" + strconv.Itoa(netw.Index) + "-*"); len(results) > 0 {
+	if results, _ := filepath.Glob("/var/lib/cni/results/" + netw.Name() + "-*"); len(results) > 0 {
 		t.Errorf("left behind: CNI results %v", results)
 	}
 	for _, left := range Leftovers(t, nodeDir, bridge, absent, netw.Subnet, netw.ServiceCIDR) {
