@@ -68,6 +68,20 @@ func (c *lru[K, V]) add(k K, v V, bytes int64) {
 	c.stats.Entries = len(c.entries)
 }
 
+// remove drops the entry under k, if there is one.
+func (c *lru[K, V]) remove(k K) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.entries[k]
+	if !ok {
+		return
+	}
+	c.order.Remove(el)
+	delete(c.entries, k)
+	c.stats.Bytes -= el.Value.(*lruEntry[K, V]).bytes
+	c.stats.Entries = len(c.entries)
+}
+
 // clear drops every entry; the counts of hits and misses stay.
 func (c *lru[K, V]) clear() {
 	c.mu.Lock()

@@ -1,6 +1,7 @@
 package rematch
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -177,5 +178,99 @@ func TestRowsByIDAnswers(t *testing.T) {
 		}
 	}); n != 1 {
 		t.Fatalf("an ordered read: %d statements, want 1 (it runs)", n)
+	}
+}
+
+// TestVulnerabilityBlobsDecodedOnce plays Grype's fill of a lookup's
+// vulnerabilities (fillVulnerabilityHandles): the rows read by id, then
+// their blobs, each decoded into a VulnerabilityBlob (setBlob). Once a
+// blob has been read, every later read of its row hands the row back with
+// the blob decoded — equal to Grype's own decode of it — so Grype's
+// attachBlobValue skips it; the blob is decoded once per DB build, and each
+// read gets a copy the caller may change. Without rowsByID attaching blobs
+// the rows come back without them, and every package that meets the
+// vulnerability decodes its blob again.
+func TestVulnerabilityBlobsDecodedOnce(t *testing.T) {
+	dir := writeDB(t, append(advisory.All(0), benchAdvisories(300)...), fixtureBuilt)
+	db := openWith(t, dir, Options{CacheBytes: -1}).memo.db
+	plain := openWith(t, dir, Options{CacheBytes: -1, MemoBytes: -1}).gdb
+
+	var ids []v6.ID
+	if err := plain.Raw("SELECT id FROM vulnerability_handles WHERE blob_id IS NOT NULL AND blob_id != 0 ORDER BY id LIMIT 8").Scan(&ids).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) < 3 {
+		t.Fatalf("%d vulnerability rows with a blob", len(ids))
+	}
+	// Grype's decode of each row's blob, on the plain store
+	var rows []v6.VulnerabilityHandle
+	if err := plain.Where("id IN (?)", ids).Find(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	want := map[v6.ID]*v6.VulnerabilityBlob{}
+	var blobIDs []v6.ID
+	for _, r := range rows {
+		var b v6.Blob
+		if err := plain.Where("id = ?", r.BlobID).First(&b).Error; err != nil {
+			t.Fatal(err)
+		}
+		var v v6.VulnerabilityBlob
+		if err := json.Unmarshal([]byte(b.Value), &v); err != nil {
+			t.Fatal(err)
+		}
+		want[r.ID] = &v
+		blobIDs = append(blobIDs, r.BlobID)
+	}
+
+	read := func() []v6.VulnerabilityHandle {
+		t.Helper()
+		var got []v6.VulnerabilityHandle
+		if err := db.Where("id IN (?)", ids).Find(&got).Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(ids) {
+			t.Fatalf("%d rows, want %d", len(got), len(ids))
+		}
+		return got
+	}
+	decodes := func(f func()) int64 {
+		before := work.blobDecodes.Load()
+		f()
+		return work.blobDecodes.Load() - before
+	}
+
+	// the first read: no blob read yet, so Grype decodes them
+	if first := read(); first[0].BlobValue != nil {
+		t.Fatalf("a blob attached before it was ever read: %+v", first[0].BlobValue)
+	}
+	var blobs []v6.Blob
+	if err := db.Where("id IN ?", blobIDs).Find(&blobs).Error; err != nil {
+		t.Fatal(err)
+	}
+
+	var second []v6.VulnerabilityHandle
+	if n := decodes(func() { second = read() }); n != int64(len(ids)) {
+		t.Errorf("second read: %d decodes, want %d (each blob once, here)", n, len(ids))
+	}
+	for _, r := range second {
+		if !reflect.DeepEqual(r.BlobValue, want[r.ID]) {
+			t.Fatalf("row %d's blob:\n%+v\nwant Grype's decode\n%+v", r.ID, r.BlobValue, want[r.ID])
+		}
+	}
+	// the caller changes what it got, as Grype may
+	second[0].BlobValue.ID = "changed by the caller"
+	second[0].BlobValue.References = append(second[0].BlobValue.References, v6.Reference{URL: "https://example.invalid"})
+	if len(second[0].BlobValue.Severities) > 0 {
+		second[0].BlobValue.Severities[0].Value = "changed by the caller"
+	}
+
+	var third []v6.VulnerabilityHandle
+	if n := decodes(func() { third = read() }); n != 0 {
+		t.Errorf("third read: %d decodes, want 0", n)
+	}
+	for _, r := range third {
+		if !reflect.DeepEqual(r.BlobValue, want[r.ID]) {
+			t.Fatalf("row %d's blob after a caller changed its copy:\n%+v\nwant\n%+v", r.ID, r.BlobValue, want[r.ID])
+		}
 	}
 }

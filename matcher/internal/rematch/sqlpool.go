@@ -3,6 +3,7 @@ package rematch
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -239,13 +240,67 @@ func (r rowsByID) query(db *gorm.DB, run func(*gorm.DB)) bool {
 		if !hit {
 			run(db)
 			r.keep(db, kind, dest)
+			r.attachVulnerabilityBlobs(db)
 			return true
 		}
 		out = reflect.Append(out, reflect.ValueOf(copyOut(row)))
 	}
 	dest.Set(out)
 	db.RowsAffected = int64(out.Len())
+	r.attachVulnerabilityBlobs(db)
 	return true
+}
+
+// attachVulnerabilityBlobs gives each vulnerability row just read the
+// decoded blob Grype would attach to it next. Grype reads the rows by id
+// to fill in every handle a lookup returns (fillVulnerabilityHandles), then
+// reads each row's blob and json.Unmarshals it again (attachBlobValue,
+// VulnerabilityHandle.setBlob) — for every package that meets the
+// vulnerability, a memo hit as much as a miss: 11.8 % of a distinct
+// report's CPU (docs/benchmarks.md). attachBlobValue skips a row whose
+// blob is already there, so a row handed back with it is not decoded
+// again. The blob is decoded here with the same json.Unmarshal into the
+// same type, once per blob of the DB build, and kept in the memo; each
+// answer gets its own deep copy (Grype's handles are its to change). A
+// blob not yet read (the first time a vulnerability is met: Grype reads
+// it, and rowsByID keeps the raw row) or that does not decode (Grype's own
+// decode then reports the error) is left for Grype to attach. The memo
+// keeps the decoded blob instead of the raw one, so that the bytes it is
+// bounded by hold as many answers as before.
+func (r rowsByID) attachVulnerabilityBlobs(db *gorm.DB) {
+	dest, ok := db.Statement.Dest.(*[]v6.VulnerabilityHandle)
+	if !ok || db.Error != nil {
+		return
+	}
+	for i := range *dest {
+		h := &(*dest)[i]
+		if h.BlobID == 0 || h.BlobValue != nil {
+			continue
+		}
+		work.blobRows.Add(1)
+		key := rowKey("decoded#VulnerabilityBlob", int64(h.BlobID))
+		if v, hit := r.memo.get(key); hit {
+			h.BlobValue = copyOut(v.(*v6.VulnerabilityBlob))
+			continue
+		}
+		work.blobDecodes.Add(1) // here, or by Grype next
+		rawKey := rowKey("blobs#Blob", int64(h.BlobID))
+		raw, hit := r.memo.get(rawKey)
+		if !hit {
+			continue
+		}
+		var blob v6.VulnerabilityBlob
+		if err := json.Unmarshal([]byte(raw.(v6.Blob).Value), &blob); err != nil {
+			continue
+		}
+		kept, size := deepCopy(&blob)
+		r.memo.add(key, kept, size+int64(len(key))+entryOverhead)
+		// The decoded blob takes the raw one's place: Grype reads the raw
+		// one only for a row handed back without it, and if the decoded
+		// one is evicted, the next read of the raw one runs and keeps it.
+		r.memo.remove(rawKey)
+		h.BlobValue = &blob
+	}
 }
 
 // keep adds the rows a read returned to the memo, each under its id.
