@@ -48,6 +48,17 @@ var passwords = map[eventsv1.User]string{
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	e := newEnvWithoutStream(t)
+	if _, err := eventsv1.EnsureStream(e.ctx, e.op); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// newEnvWithoutStream is newEnv before anyone created the events stream
+// (in a cluster, before the operator or results-api first started).
+func newEnvWithoutStream(t *testing.T) *env {
+	t.Helper()
 	_, url := natstest.StartAuthT(t, passwords)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
@@ -55,9 +66,6 @@ func newEnv(t *testing.T) *env {
 	e.pwFile = e.write("nats-password", passwords[eventsv1.UserNotifier])
 	e.op = e.js(eventsv1.UserOperator)
 	e.api = e.js(eventsv1.UserResultsAPI)
-	if _, err := eventsv1.EnsureStream(ctx, e.op); err != nil {
-		t.Fatal(err)
-	}
 	return e
 }
 
@@ -101,7 +109,8 @@ func (e *env) options(config string, extra ...string) Options {
 type notifier struct {
 	m      *metrics.Metrics
 	stdout *syncBuffer
-	addr   string // its /metrics, /healthz and /readyz
+	stderr *syncBuffer // its log
+	addr   string      // its /metrics, /healthz and /readyz
 	stop   func() error
 }
 
@@ -112,10 +121,10 @@ func (e *env) start(o Options) *notifier {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	n := &notifier{m: metrics.New(), stdout: &syncBuffer{}, addr: ln.Addr().String()}
+	n := &notifier{m: metrics.New(), stdout: &syncBuffer{}, stderr: &syncBuffer{}, addr: ln.Addr().String()}
 	ctx, cancel := context.WithCancel(e.ctx)
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, o, deps{stdout: n.stdout, stderr: io.Discard, listener: ln, metrics: n.m}) }()
+	go func() { done <- run(ctx, o, deps{stdout: n.stdout, stderr: n.stderr, listener: ln, metrics: n.m}) }()
 	var once sync.Once
 	var runErr error
 	n.stop = func() error {
