@@ -398,6 +398,7 @@ func (e GetReportParamsSuppressed) Valid() bool {
 const (
 	Gzip     PutReportParamsContentEncoding = "gzip"
 	Identity PutReportParamsContentEncoding = "identity"
+	Zstd     PutReportParamsContentEncoding = "zstd"
 )
 
 // Valid indicates whether the value is a known member of the PutReportParamsContentEncoding enum.
@@ -406,6 +407,8 @@ func (e PutReportParamsContentEncoding) Valid() bool {
 	case Gzip:
 		return true
 	case Identity:
+		return true
+	case Zstd:
 		return true
 	default:
 		return false

@@ -21,8 +21,9 @@ import (
 var largeFixture = filepath.Join("..", "testdata", "grype", "large.cdx.json")
 
 // BenchmarkIngest PUTs distinct reports through the real HTTP handler into
-// a real Postgres, gzip-compressed as the uploader sends them, with 1 and 4
-// concurrent writers. The 1 MB and 5 MB BOMs are CONSTRUCTED CycloneDX
+// a real Postgres, zstd-compressed as the uploader sends them and
+// gzip-compressed as uploaders before it did, with 1 and 4 concurrent
+// writers. The 1 MB and 5 MB BOMs are CONSTRUCTED CycloneDX
 // (bomtest.Sized, Grype-shaped, ~560 bytes per finding). When the Grype
 // large fixture exists (Grype's own output format, ~1,850 bytes per
 // finding) it runs too: whole (5.9 MB), cut to its first vulnerabilities
@@ -45,18 +46,25 @@ func BenchmarkIngest(b *testing.B) {
 	srv := apitest.Start(b)
 	var seq atomic.Int64
 	for _, bm := range boms {
-		body := gzipped(bm.raw)
-		for _, writers := range []int{1, 4} {
-			b.Run(fmt.Sprintf("%s/writers=%d", bm.name, writers), func(b *testing.B) {
-				b.SetBytes(int64(len(bm.raw)))
-				ingest(b, srv, body, writers, &seq)
-				b.ReportMetric(float64(countVulns(b, bm.raw)), "findings/report")
-			})
+		for _, enc := range []struct {
+			name string
+			body []byte
+		}{
+			{"zstd", zstdFrame(bm.raw)}, // as the uploader sends it
+			{"gzip", gzipped(bm.raw)},   // as uploaders before it did
+		} {
+			for _, writers := range []int{1, 4} {
+				b.Run(fmt.Sprintf("%s/enc=%s/writers=%d", bm.name, enc.name, writers), func(b *testing.B) {
+					b.SetBytes(int64(len(bm.raw)))
+					ingest(b, srv, enc.name, enc.body, writers, &seq)
+					b.ReportMetric(float64(countVulns(b, bm.raw)), "findings/report")
+				})
+			}
 		}
 	}
 }
 
-func ingest(b *testing.B, srv *apitest.Server, body []byte, writers int, seq *atomic.Int64) {
+func ingest(b *testing.B, srv *apitest.Server, encoding string, body []byte, writers int, seq *atomic.Int64) {
 	c := httpClient(writers)
 	lat := make([]time.Duration, b.N)
 	var next atomic.Int64
@@ -75,7 +83,7 @@ func ingest(b *testing.B, srv *apitest.Server, body []byte, writers int, seq *at
 					srv.URL+"/api/v1/reports/"+d+"?image=registry.example/bench@"+d, bytes.NewReader(body))
 				req.Header.Set("Authorization", "Bearer "+srv.Token)
 				req.Header.Set("Content-Type", "application/vnd.cyclonedx+json")
-				req.Header.Set("Content-Encoding", "gzip")
+				req.Header.Set("Content-Encoding", encoding)
 				t0 := time.Now()
 				if _, err := do(c, req, http.StatusCreated); err != nil {
 					b.Error(err)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/crowsnest-dev/crowsnest/test/support/pgtest"
 )
 
@@ -67,6 +69,17 @@ func gzipped(b []byte) []byte {
 	_, _ = zw.Write(b)
 	_ = zw.Close()
 	return buf.Bytes()
+}
+
+// zstdFrame compresses b as the uploader does: one frame, SpeedFastest, a
+// 1 MiB window.
+func zstdFrame(b []byte) []byte {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(1<<20))
+	if err != nil {
+		panic(err)
+	}
+	defer enc.Close()
+	return enc.EncodeAll(b, nil)
 }
 
 func httpClient(conns int) *http.Client {

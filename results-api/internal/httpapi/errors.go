@@ -74,6 +74,8 @@ func errorFor(err error) *apiError {
 		return newError(http.StatusUnsupportedMediaType, "unsupported_media_type", err.Error())
 	case errors.Is(err, ingest.ErrBadGzip):
 		return newError(http.StatusBadRequest, "invalid_gzip", err.Error())
+	case errors.Is(err, ingest.ErrBadZstd):
+		return newError(http.StatusBadRequest, "invalid_zstd", err.Error())
 	case errors.Is(err, ingest.ErrNotJSON):
 		return newError(http.StatusBadRequest, "invalid_json", err.Error())
 	case errors.Is(err, ingest.ErrNotCycloneDX):

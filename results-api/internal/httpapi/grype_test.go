@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
 )
 
@@ -47,7 +49,7 @@ func loadManifest(t *testing.T) manifest {
 	return m
 }
 
-// Every real Grype fixture goes in through the API (plain and gzip) and
+// Every real Grype fixture goes in through the API (plain, gzip or zstd) and
 // comes back with the manifest's numbers and its original bytes.
 func TestGrypeFixturesRoundTrip(t *testing.T) {
 	m := loadManifest(t)
@@ -60,12 +62,17 @@ func TestGrypeFixturesRoundTrip(t *testing.T) {
 				t.Fatalf("manifest lists %s: %v", fx.File, err)
 			}
 			body, hdr := raw, []string(nil)
-			if i%2 == 1 { // half of them gzip-compressed, as the uploader sends them
+			switch i % 3 { // a third each plain, gzip (older uploaders) and zstd (as the uploader sends them)
+			case 1:
 				var buf bytes.Buffer
 				zw := gzip.NewWriter(&buf)
 				_, _ = zw.Write(raw)
 				_ = zw.Close()
 				body, hdr = buf.Bytes(), []string{"Content-Encoding", "gzip"}
+			case 2:
+				enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(1<<20))
+				body, hdr = enc.EncodeAll(raw, nil), []string{"Content-Encoding", "zstd"}
+				_ = enc.Close()
 			}
 			code, out := c.put(fx.Digest, body, hdr...)
 			if code != http.StatusCreated {

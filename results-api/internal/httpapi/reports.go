@@ -59,7 +59,7 @@ func (s *Server) putReport(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, err)
 		return
 	}
-	raw, release, err := s.readUpload(w, r)
+	raw, wire, release, err := s.readUpload(w, r)
 	if err != nil {
 		s.reject(w, r, err)
 		return
@@ -73,6 +73,7 @@ func (s *Server) putReport(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, err)
 		return
 	}
+	rep.Frame, rep.FrameWindow = wire.Frame()
 	if db.Built != "" {
 		rep.DBBuilt, rep.DBSchema = db.Built, db.Schema // what Grype said over what the BOM says
 	}
@@ -114,13 +115,14 @@ func (s *Server) putReport(w http.ResponseWriter, r *http.Request) {
 // readUpload reads and decompresses a PUT body within the ingest budget:
 // first the wire bytes (the Content-Length, or the size limit when it is
 // unknown), then IngestCostFactor times the BOM size for decoding it, so
-// a gzip upload is charged for what its trailer declares, not for the
-// largest BOM possible. release returns the budget once the report is
-// stored or refused; nothing is allocated before the budget admits it.
-func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (raw []byte, release func(), err error) {
+// a compressed upload is charged for what its gzip trailer or zstd frame
+// declares, not for the largest BOM possible. release returns the budget
+// once the report is stored or refused; nothing is allocated before the
+// budget admits it.
+func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (raw []byte, wire *ingest.Wire, release func(), err error) {
 	maxBytes := s.cfg.MaxBOMBytes
 	if r.ContentLength > maxBytes {
-		return nil, nil, fmt.Errorf("%w: Content-Length %d, the limit is %d bytes", ingest.ErrTooLarge, r.ContentLength, maxBytes)
+		return nil, nil, nil, fmt.Errorf("%w: Content-Length %d, the limit is %d bytes", ingest.ErrTooLarge, r.ContentLength, maxBytes)
 	}
 	first := maxBytes // the wire bytes, unknown before they are read
 	if r.ContentLength >= 0 {
@@ -131,11 +133,11 @@ func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (raw []byte,
 	}
 	lease, err := s.ingest.take(r.Context(), first)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	// The wire limit equals the decompressed limit: gzip only ever shrinks
-	// JSON, and the decompressed size is bounded separately.
-	wire, err := ingest.ReadWire(http.MaxBytesReader(w, r.Body, maxBytes), r.Header.Get("Content-Encoding"), r.ContentLength, maxBytes)
+	// The wire limit equals the decompressed limit: compression only ever
+	// shrinks JSON, and the decompressed size is bounded separately.
+	wire, err = ingest.ReadWire(http.MaxBytesReader(w, r.Body, maxBytes), r.Header.Get("Content-Encoding"), r.ContentLength, maxBytes)
 	if err == nil {
 		err = lease.resize(r.Context(), ingestCost(wire))
 	}
@@ -144,9 +146,9 @@ func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (raw []byte,
 	}
 	if err != nil {
 		lease.release()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return raw, lease.release, nil
+	return raw, wire, lease.release, nil
 }
 
 // ingestCost is the memory an upload holds from decoding to storing: its

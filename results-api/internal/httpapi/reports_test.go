@@ -3,9 +3,12 @@ package httpapi_test
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/api"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/apitest"
@@ -101,6 +104,19 @@ func TestBadInputStoresNothing(t *testing.T) {
 	zw, _ := gzip.NewWriterLevel(&bomb, gzip.BestCompression)
 	_, _ = zw.Write(bytes.Repeat([]byte(" "), 64<<20))
 	_ = zw.Close()
+	// 64 MiB of spaces as one zstd frame: its header declares them all;
+	// then the frame of a 100 KiB BOM whose header says 60,000 bytes (in
+	// the 64 KiB limit), which Decode refuses at the declared size.
+	zenc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(1<<20))
+	zbomb := zenc.EncodeAll(bytes.Repeat([]byte(" "), 64<<20), nil)
+	zlies := zenc.EncodeAll(bomtest.Sized(1, 100<<10), nil)
+	fcsAt := 5 // after the magic and the frame header descriptor
+	if fhd := zlies[4]; fhd>>6 != 2 || fhd&3 != 0 {
+		t.Fatalf("frame header descriptor %08b: want a 4-byte content size, no dictionary", fhd)
+	} else if fhd&(1<<5) == 0 {
+		fcsAt++ // and the window descriptor
+	}
+	binary.LittleEndian.PutUint32(zlies[fcsAt:], 60000)
 	cases := []struct {
 		name, digest string
 		body         []byte
@@ -113,6 +129,9 @@ func TestBadInputStoresNothing(t *testing.T) {
 		{"not cyclonedx", d, []byte(`{"spdxVersion":"SPDX-2.3"}`), nil, 400, "not_cyclonedx"},
 		{"over limit", d, bomtest.Sized(1, 70<<10), nil, 413, "too_large"},
 		{"gzip bomb", d, bomb.Bytes(), []string{"Content-Encoding", "gzip"}, 413, "too_large"},
+		{"zstd bomb", d, zbomb, []string{"Content-Encoding", "zstd"}, 413, "too_large"},
+		{"zstd that lies", d, zlies, []string{"Content-Encoding", "zstd"}, 400, "invalid_zstd"},
+		{"gzip sent as zstd", d, bomb.Bytes(), []string{"Content-Encoding", "zstd"}, 400, "invalid_zstd"},
 		{"missing body", d, nil, nil, 400, "empty_body"},
 		{"bad content type", d, constructed, []string{"Content-Type", "text/plain"}, 415, "unsupported_media_type"},
 		{"bad encoding", d, constructed, []string{"Content-Encoding", "br"}, 415, "unsupported_media_type"},

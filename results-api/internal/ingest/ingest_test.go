@@ -5,9 +5,12 @@ import (
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/bomtest"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/ingest"
@@ -236,4 +239,132 @@ func TestParseClampsFutureTimestamp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// zst compresses data as the uploader does: one zstd frame (SpeedFastest,
+// a 1 MiB window), its content size declared.
+func zst(t *testing.T, data []byte, o ...zstd.EOption) []byte {
+	t.Helper()
+	enc, err := zstd.NewWriter(nil, append([]zstd.EOption{zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(1 << 20)}, o...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	return enc.EncodeAll(data, nil)
+}
+
+// A zstd upload declares its decompressed size in its frame header:
+// ReadWire reports it before anything is decompressed and refuses one over
+// the limit or one it cannot hold to a size (no content size, a skippable
+// frame first); Decode never produces more than declared, so a header that
+// lies fails, as do a second frame with content, a wrong checksum and cut
+// data. Frame hands out the body only when it is exactly one frame.
+func TestReadWireZstd(t *testing.T) {
+	bom := bytes.Repeat(constructedBOM(), 700) // ~2.7 MB: a windowed frame
+	z := zst(t, bom)
+	w, err := ingest.ReadWire(bytes.NewReader(z), "zstd", int64(len(z)), 8<<20)
+	if err != nil || w.Size() != int64(len(bom)) || w.Len() != int64(len(z)) {
+		t.Fatalf("ReadWire: %v, size %d, len %d; want size %d, len %d", err, w.Size(), w.Len(), len(bom), len(z))
+	}
+	if got, err := w.Decode(); err != nil || !bytes.Equal(got, bom) {
+		t.Fatalf("Decode: equal %v, %v", bytes.Equal(got, bom), err)
+	}
+	if frame, window := w.Frame(); !bytes.Equal(frame, z) || window != 1<<20 {
+		t.Errorf("Frame: %d bytes, window %d; want the %d-byte body, window 1 MiB", len(frame), window, len(z))
+	}
+	small := constructedBOM()
+	if w, err := ingest.ReadWire(bytes.NewReader(zst(t, small)), "zstd", -1, 8<<20); err != nil {
+		t.Fatal(err)
+	} else if _, window := w.Frame(); window != int64(len(small)) {
+		t.Errorf("a one-segment frame's window is its content, %d bytes: got %d", len(small), window)
+	}
+	if _, err := ingest.ReadWire(bytes.NewReader(z), "zstd", -1, int64(len(bom)-1)); !errors.Is(err, ingest.ErrTooLarge) {
+		t.Errorf("declared size over the limit: %v", err)
+	}
+
+	// Streamed without its size: the frame declares none.
+	var streamed bytes.Buffer
+	sw, _ := zstd.NewWriter(&streamed)
+	_, _ = sw.Write(bom)
+	_ = sw.Close()
+	skippable := append([]byte{0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 1, 2, 3, 4}, z...)
+	for name, body := range map[string][]byte{
+		"no content size": streamed.Bytes(),
+		"skippable first": skippable,
+		"not zstd":        gz(bom),
+		"two frames":      append(zst(t, bom[:len(bom)/2]), zst(t, bom[len(bom)/2:])...),
+		"declares less":   withFCS(t, z, uint32(len(bom)-10)),
+		"declares more":   withFCS(t, z, uint32(len(bom)+10)),
+		"checksum wrong":  append(append([]byte{}, z[:len(z)-4]...), ^z[len(z)-4], z[len(z)-3], z[len(z)-2], z[len(z)-1]),
+		"data cut":        z[:len(z)/2],
+		"header only":     z[:6],
+	} {
+		w, err := ingest.ReadWire(bytes.NewReader(body), "zstd", -1, 8<<20)
+		if err == nil {
+			_, err = w.Decode()
+		}
+		if !errors.Is(err, ingest.ErrBadZstd) {
+			t.Errorf("%s: %v, want ErrBadZstd", name, err)
+		}
+		t.Logf("%s: %v", name, err)
+	}
+
+	// A frame followed by an empty one decodes to the BOM, but is not one
+	// frame: the store compresses the BOM itself rather than keep it.
+	empty := zst(t, nil)
+	w, err = ingest.ReadWire(bytes.NewReader(append(append([]byte{}, z...), empty...)), "zstd", -1, 8<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := w.Decode(); err != nil || !bytes.Equal(got, bom) {
+		t.Fatalf("frame and an empty frame: equal %v, %v", bytes.Equal(got, bom), err)
+	}
+	if frame, _ := w.Frame(); frame != nil {
+		t.Errorf("frame and an empty frame: Frame handed out %d bytes, want none", len(frame))
+	}
+}
+
+// A zstd bomb: 64 MiB of spaces in a frame whose header declares 1,000
+// bytes. Decode stops at the declared size, without holding the rest.
+func TestZstdBombStopsAtTheDeclaredSize(t *testing.T) {
+	z := withFCS(t, zst(t, bytes.Repeat([]byte(" "), 64<<20)), 1000)
+	w, err := ingest.ReadWire(bytes.NewReader(z), "zstd", -1, 1<<20)
+	if err != nil || w.Size() != 1000 {
+		t.Fatalf("ReadWire: %v, size %d", err, w.Size())
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	if _, err := w.Decode(); !errors.Is(err, ingest.ErrBadZstd) {
+		t.Fatalf("Decode: %v, want ErrBadZstd", err)
+	}
+	runtime.ReadMemStats(&after)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("zstd bomb took %v to reject", d)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+		t.Errorf("rejecting the bomb allocated %d MiB", grew>>20)
+	}
+}
+
+// withFCS copies a zstd frame with the content size in its header
+// replaced; the frame must declare it in 4 bytes (content of 65,792 bytes
+// to 4 GiB) and have no dictionary id.
+func withFCS(t *testing.T, z []byte, n uint32) []byte {
+	t.Helper()
+	fhd := z[4]
+	if fhd>>6 != 2 || fhd&3 != 0 {
+		t.Fatalf("frame header descriptor %08b: want a 4-byte content size and no dictionary", fhd)
+	}
+	at := 5
+	if fhd&(1<<5) == 0 { // a window descriptor first
+		at++
+	}
+	return withWord(z, at, n)
+}
+
+func withWord(z []byte, at int, v uint32) []byte {
+	out := append([]byte{}, z...)
+	binary.LittleEndian.PutUint32(out[at:], v)
+	return out
 }

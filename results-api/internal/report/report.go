@@ -184,6 +184,12 @@ type Report struct {
 	Summary
 	FindingList []Finding
 	Raw         []byte
+	// Frame is Raw as one zstd frame when it was uploaded so
+	// (ingest.Wire.Frame), FrameWindow the window its decoder holds: the
+	// store keeps the frame as it came when that window is within its
+	// bound, rather than compress Raw again.
+	Frame       []byte
+	FrameWindow int64
 	// Warnings are ingest's notes about the upload for the uploader (such
 	// as a BOM timestamp in the future, clamped); they are not stored.
 	Warnings []string

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/report"
 	"github.com/crowsnest-dev/crowsnest/results-api/internal/store"
 )
@@ -231,5 +233,52 @@ func TestStatBOM(t *testing.T) {
 	}
 	if _, err := st.StatBOM(ctx(t), digest(3)); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("missing BOM: %v", err)
+	}
+}
+
+// TestUploadedFrameKept: a BOM uploaded as one zstd frame whose reader
+// holds at most the store's 1 MiB window is stored as it came, not
+// compressed again; one with a larger window (here one 3 MB segment,
+// which a reader must hold whole) is compressed by the store. Both read
+// back as the original bytes.
+func TestUploadedFrameKept(t *testing.T) {
+	st, _ := open(t)
+	raw := strings.Repeat(`{"bomFormat":"CycloneDX","pad":"0123456789abcdef"}`, 3<<20/50)
+	// The uploads at another level than the store's SpeedFastest, so the
+	// stored size tells which frame was kept.
+	encode := func(window int) []byte {
+		enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithWindowSize(window))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer enc.Close()
+		return enc.EncodeAll([]byte(raw), nil)
+	}
+	storeOwn, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(1<<20))
+	if own := storeOwn.EncodeAll([]byte(raw), nil); len(own) == len(encode(1<<20)) {
+		t.Fatalf("the upload's frame and the store's own are both %d bytes: the test cannot tell them apart", len(own))
+	}
+	for n, tc := range map[int]struct {
+		frame  []byte
+		window int64
+		kept   bool
+	}{
+		1: {encode(1 << 20), 1 << 20, true},
+		2: {encode(4 << 20), int64(len(raw)), false},
+	} {
+		r := newReport(n, "", t0, raw)
+		r.Frame, r.FrameWindow = tc.frame, tc.window
+		put(t, st, r)
+		info, err := st.StatBOM(ctx(t), digest(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kept := info.Stored == int64(len(tc.frame)); kept != tc.kept || info.Window != 1<<20 {
+			t.Errorf("frame with a %d-byte window: stored %d bytes (the frame is %d), window %d; want kept %v, a 1 MiB window",
+				tc.window, info.Stored, len(tc.frame), info.Window, tc.kept)
+		}
+		if b, err := readBOM(st, digest(n)); err != nil || string(b) != raw {
+			t.Errorf("BOM %d read back: %d bytes, equal %v, %v", n, len(b), string(b) == raw, err)
+		}
 	}
 }

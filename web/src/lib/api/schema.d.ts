@@ -85,11 +85,16 @@ export interface paths {
         get: operations["getReport"];
         /**
          * Upload Grype's CycloneDX JSON for an image digest (idempotent).
-         * @description The report is stored whole or not at all. A gzip body is charged
-         *     against the ingest memory budget for the size its trailer declares
-         *     (one gzip member; a trailer over the size limit is refused unread);
-         *     an upload that cannot get its share within the wait gets 503 `busy`
-         *     with Retry-After, before any of it is read.
+         * @description The report is stored whole or not at all. A compressed body is
+         *     charged against the ingest memory budget for the size it declares:
+         *     zstd (what the uploader sends) in its frame header, which must
+         *     give the content size, gzip (one member) in its trailer; a declared
+         *     size over the limit is refused unread, and a body that decodes to
+         *     anything else is refused (400 `invalid_zstd` or `invalid_gzip`).
+         *     A zstd body that is one frame with a window of at most 1 MiB is
+         *     stored as it came, without compressing it again. An upload that
+         *     cannot get its share within the wait gets 503 `busy` with
+         *     Retry-After, before any of it is read.
          */
         put: operations["putReport"];
         post?: never;
@@ -1594,7 +1599,7 @@ export interface operations {
                 image?: string;
             };
             header?: {
-                "Content-Encoding"?: "gzip" | "identity";
+                "Content-Encoding"?: "zstd" | "gzip" | "identity";
                 /**
                  * @description Build time (RFC 3339) of the Grype DB the report was matched
                  *     against: the scan Job's uploader sends it from Grype's own JSON
