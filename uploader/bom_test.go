@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 func writeFile(t *testing.T, content string) string {
@@ -57,22 +59,39 @@ func TestReadReport(t *testing.T) {
 	}
 }
 
-func TestGzipRoundTrip(t *testing.T) {
-	in := bytes.Repeat([]byte(`{"bomFormat":"CycloneDX"}`), 1000)
-	z, err := gzipBytes(in)
+// Both bodies shrink the report and decode to it; the zstd body is one
+// frame that declares the report's size, with a 1 MiB window: what
+// results-api stores as it came (a larger window it compresses again).
+func TestBodiesRoundTrip(t *testing.T) {
+	in := bytes.Repeat([]byte(`{"bomFormat":"CycloneDX"}`), 100_000) // 2.5 MB
+	gz, err := gzipBody(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(z) >= len(in) {
-		t.Fatalf("gzip did not shrink %d bytes (got %d)", len(in), len(z))
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(z))
+	zr, err := gzip.NewReader(bytes.NewReader(gz.data))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out, err := io.ReadAll(zr)
-	if err != nil || !bytes.Equal(out, in) {
-		t.Fatalf("round trip differs (err %v)", err)
+	if err != nil || !bytes.Equal(out, in) || gz.encoding != "gzip" || len(gz.data) >= len(in) {
+		t.Fatalf("gzip: %d of %d bytes, round trip equal %v (err %v), encoding %q", len(gz.data), len(in), bytes.Equal(out, in), err, gz.encoding)
+	}
+
+	zs, err := zstdBody(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h zstd.Header
+	if err := h.Decode(zs.data); err != nil {
+		t.Fatal(err)
+	}
+	if zs.encoding != "zstd" || !h.HasFCS || h.FrameContentSize != uint64(len(in)) || h.SingleSegment || h.WindowSize != 1<<20 {
+		t.Errorf("zstd frame: encoding %q, header %+v; want the content size declared and a 1 MiB window", zs.encoding, h)
+	}
+	dec, _ := zstd.NewReader(nil)
+	defer dec.Close()
+	if out, err := dec.DecodeAll(zs.data, nil); err != nil || !bytes.Equal(out, in) || len(zs.data) >= len(gz.data) {
+		t.Fatalf("zstd: %d bytes (gzip %d), round trip equal %v (err %v)", len(zs.data), len(gz.data), bytes.Equal(out, in), err)
 	}
 }
 

@@ -6,6 +6,8 @@ module github.com/crowsnest-dev/crowsnest/uploader
 //                (resultsapitest) on a throwaway Postgres
 // github.com/google/go-containerregistry is TESTS ONLY too: private
 // registries the merged Docker config must pull from (dockerconfig).
+// github.com/klauspost/compress: the report's zstd frame (what
+// results-api stores as it came).
 
 go 1.26.0
 
@@ -13,6 +15,7 @@ require (
 	github.com/crowsnest-dev/crowsnest/api v0.0.0
 	github.com/crowsnest-dev/crowsnest/test/support v0.0.0
 	github.com/google/go-containerregistry v0.22.1
+	github.com/klauspost/compress v1.20.3
 )
 
 require (
@@ -21,7 +24,6 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/pgx/v5 v5.12.0 // indirect
-	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/sirupsen/logrus v1.10.2 // indirect

@@ -61,7 +61,7 @@ func upload(ctx context.Context, cfg Config, log *slog.Logger) int {
 		log.Error("token unreadable", "token_file", cfg.TokenFile, "error", err.Error())
 		return scan.ExitTokenInvalid
 	}
-	body, err := gzipBytes(report)
+	body, err := zstdBody(report)
 	if err != nil {
 		log.Error("compress report", "error", err.Error())
 		return scan.ExitFailure
@@ -79,7 +79,7 @@ func upload(ctx context.Context, cfg Config, log *slog.Logger) int {
 			log.Warn("DB provenance unreadable, uploading without it", "grype_json", cfg.GrypeJSON, "error", err.Error())
 		}
 	}
-	log.Info("uploading report", "bom_file", cfg.BOMFile, "bytes", len(report), "gzip_bytes", len(body),
+	log.Info("uploading report", "bom_file", cfg.BOMFile, "bytes", len(report), "compressed_bytes", len(body.data), "encoding", body.encoding,
 		"api_url", cfg.APIURL, "max_attempts", cfg.MaxAttempts, "deadline", cfg.Deadline.String(),
 		"db_built", db.builtString(), "db_schema", db.Schema)
 	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
@@ -96,7 +96,7 @@ func upload(ctx context.Context, cfg Config, log *slog.Logger) int {
 		sleep:       sleepCtx,
 	}
 	start := time.Now()
-	err = u.upload(ctx, body)
+	err = u.upload(ctx, report, body)
 	switch {
 	case err == nil:
 		return scan.ExitOK

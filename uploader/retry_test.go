@@ -9,6 +9,8 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"path/filepath"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -77,5 +79,50 @@ func TestRetriesOn5xx(t *testing.T) {
 	}
 	if code := getJSON(t, srv, "/api/v1/reports/"+f.Digest, nil); code != http.StatusOK {
 		t.Fatalf("GET after 5xx retries: %d", code)
+	}
+}
+
+// TestFallsBackToGzipForAnOlderAPI: a reverse proxy in front of the real
+// API answers a zstd body as results-api before issue 30 did (415
+// unsupported_media_type: "use gzip or none") and forwards the rest. The
+// uploader sends the report again at once, gzip-compressed, without
+// spending an attempt or a backoff on it, and the real API stores it.
+func TestFallsBackToGzipForAnOlderAPI(t *testing.T) {
+	f := fixture(t, "alpine")
+	srv := resultsapitest.Start(t)
+	target, _ := url.Parse(srv.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var mu sync.Mutex
+	var encodings []string
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		enc := r.Header.Get("Content-Encoding")
+		mu.Lock()
+		encodings = append(encodings, enc)
+		mu.Unlock()
+		if enc != "gzip" && enc != "" && enc != "identity" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnsupportedMediaType)
+			_, _ = w.Write([]byte(`{"error":{"code":"unsupported_media_type","message":"unsupported content encoding \"` + enc + `\": use gzip or none"}}`))
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	logs := &support.Buffer{}
+	in := invocation{api: front.URL, bom: filepath.Join(fixtureDir, f.File), digest: f.Digest, image: f.Image,
+		tokenFile: tokenFile(t, srv.Token), extra: []string{"--max-attempts", "1"}}
+	if code := runUploader(t, in, logs); code != scan.ExitOK {
+		t.Fatalf("exit %d; logs:\n%s", code, logs.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(encodings, []string{"zstd", "gzip"}) {
+		t.Errorf("bodies sent as %v, want zstd then gzip", encodings)
+	}
+	if n := countMsg(t, logs, "results-api does not accept zstd, sending gzip"); n != 1 {
+		t.Errorf("fallback logged %d times, want 1; logs:\n%s", n, logs.String())
+	}
+	if code := getJSON(t, srv, "/api/v1/reports/"+f.Digest, nil); code != http.StatusOK {
+		t.Fatalf("GET after the gzip fallback: %d", code)
 	}
 }

@@ -24,7 +24,7 @@ var (
 	errUnreachable = errors.New("results-api unreachable")
 )
 
-// uploader PUTs one gzipped report, retrying transient failures.
+// uploader PUTs one compressed report, retrying transient failures.
 type uploader struct {
 	client      *http.Client
 	endpoint    string     // full PUT URL
@@ -57,20 +57,33 @@ func endpointURL(apiURL, digest, image string) (string, error) {
 	return u.String(), nil
 }
 
-// upload sends body (gzip-compressed CycloneDX) until it is stored, a 4xx
-// ends it, or attempts or ctx's deadline run out.
-func (u *uploader) upload(ctx context.Context, body []byte) error {
+// upload sends b (report, compressed) until it is stored, a 4xx ends it,
+// or attempts or ctx's deadline run out. A results-api that does not
+// accept zstd (415 to a zstd body: one from before issue 30) gets the
+// report gzip-compressed at once, in the same attempt's place.
+func (u *uploader) upload(ctx context.Context, report []byte, b body) error {
 	var last error
 	for attempt := 1; attempt <= u.maxAttempts; attempt++ {
 		start := time.Now()
-		status, sum, retry, err := u.attempt(ctx, body)
+		status, sum, retry, err := u.attempt(ctx, b)
 		ms := time.Since(start).Milliseconds()
 		if err == nil {
 			u.log.Info("report uploaded", "attempt", attempt, "status", status, "duration_ms", ms,
-				"findings", sum.Findings, "fixable", sum.Fixable, "counts", sum.Counts)
+				"encoding", b.encoding, "findings", sum.Findings, "fixable", sum.Fixable, "counts", sum.Counts)
 			return nil
 		}
 		last = err
+		if status == http.StatusUnsupportedMediaType && b.encoding == "zstd" {
+			gz, gerr := gzipBody(report)
+			if gerr != nil {
+				return fmt.Errorf("compress report: %w", gerr)
+			}
+			u.log.Warn("results-api does not accept zstd, sending gzip", "status", status, "error", err.Error(),
+				"gzip_bytes", len(gz.data))
+			b = gz
+			attempt--
+			continue
+		}
 		if !retry {
 			u.log.Error("upload rejected", "attempt", attempt, "status", status, "duration_ms", ms, "error", err.Error())
 			return fmt.Errorf("%w: %w", errRejected, err)
@@ -94,15 +107,15 @@ func (u *uploader) upload(ctx context.Context, body []byte) error {
 }
 
 // attempt makes one PUT. retry reports whether the failure is transient.
-func (u *uploader) attempt(ctx context.Context, body []byte) (status int, sum summary, retry bool, err error) {
+func (u *uploader) attempt(ctx context.Context, b body) (status int, sum summary, retry bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u.endpoint, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u.endpoint, bytes.NewReader(b.data))
 	if err != nil {
 		return 0, sum, false, err
 	}
 	req.Header.Set("Content-Type", "application/vnd.cyclonedx+json")
-	req.Header.Set("Content-Encoding", "gzip")
+	req.Header.Set("Content-Encoding", b.encoding)
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Authorization", "Bearer "+u.token)
 	req.Header.Set("User-Agent", "crowsnest-uploader")
