@@ -108,3 +108,29 @@ func TestReadToken(t *testing.T) {
 		t.Errorf("missing: %v", err)
 	}
 }
+
+// BenchmarkBodies compresses the large real Grype fixture (5.9 MB) both
+// ways, as a scan Job's uploader does once per report: zstd (what it
+// sends) and gzip (what it sent before, and sends to an older
+// results-api). It reports the compressed size per report.
+func BenchmarkBodies(b *testing.B) {
+	raw, err := os.ReadFile(filepath.Join(fixtureDir, "large.cdx.json"))
+	if err != nil {
+		b.Fatalf("Grype fixtures: %v (regenerate with `make fixtures`)", err)
+	}
+	for _, enc := range []struct {
+		name string
+		f    func([]byte) (body, error)
+	}{{"zstd", zstdBody}, {"gzip", gzipBody}} {
+		b.Run(enc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			var out body
+			for b.Loop() {
+				if out, err = enc.f(raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(out.data)), "bytes/report")
+		})
+	}
+}
