@@ -56,18 +56,14 @@ func TestRetriesUntilAPIComesBack(t *testing.T) {
 // then forwards; the uploader retries and the real API stores the report.
 func TestRetriesOn5xx(t *testing.T) {
 	f := fixture(t, "debian")
-	srv := resultsapitest.Start(t)
-	target, _ := url.Parse(srv.URL)
-	proxy := httputil.NewSingleHostReverseProxy(target)
 	var calls atomic.Int32
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, front := behindProxy(t, func(w http.ResponseWriter, r *http.Request, api http.Handler) {
 		if calls.Add(1) <= 2 {
 			http.Error(w, `{"error":{"code":"unavailable","message":"try later"}}`, http.StatusServiceUnavailable)
 			return
 		}
-		proxy.ServeHTTP(w, r)
-	}))
-	defer front.Close()
+		api.ServeHTTP(w, r)
+	})
 	logs := &support.Buffer{}
 	in := invocation{api: front.URL, bom: filepath.Join(fixtureDir, f.File), digest: f.Digest, image: f.Image,
 		tokenFile: tokenFile(t, srv.Token)}
@@ -89,12 +85,9 @@ func TestRetriesOn5xx(t *testing.T) {
 // spending an attempt or a backoff on it, and the real API stores it.
 func TestFallsBackToGzipForAnOlderAPI(t *testing.T) {
 	f := fixture(t, "alpine")
-	srv := resultsapitest.Start(t)
-	target, _ := url.Parse(srv.URL)
-	proxy := httputil.NewSingleHostReverseProxy(target)
 	var mu sync.Mutex
 	var encodings []string
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, front := behindProxy(t, func(w http.ResponseWriter, r *http.Request, api http.Handler) {
 		enc := r.Header.Get("Content-Encoding")
 		mu.Lock()
 		encodings = append(encodings, enc)
@@ -105,9 +98,8 @@ func TestFallsBackToGzipForAnOlderAPI(t *testing.T) {
 			_, _ = w.Write([]byte(`{"error":{"code":"unsupported_media_type","message":"unsupported content encoding \"` + enc + `\": use gzip or none"}}`))
 			return
 		}
-		proxy.ServeHTTP(w, r)
-	}))
-	defer front.Close()
+		api.ServeHTTP(w, r)
+	})
 	logs := &support.Buffer{}
 	in := invocation{api: front.URL, bom: filepath.Join(fixtureDir, f.File), digest: f.Digest, image: f.Image,
 		tokenFile: tokenFile(t, srv.Token), extra: []string{"--max-attempts", "1"}}
@@ -125,4 +117,20 @@ func TestFallsBackToGzipForAnOlderAPI(t *testing.T) {
 	if code := getJSON(t, srv, "/api/v1/reports/"+f.Digest, nil); code != http.StatusOK {
 		t.Fatalf("GET after the gzip fallback: %d", code)
 	}
+}
+
+// behindProxy starts the real results-api and, in front of it, a server
+// whose handle decides each request: answer it, or pass it to api (a
+// reverse proxy to the real API). Both close with the test.
+func behindProxy(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, api http.Handler)) (*resultsapitest.Server, *httptest.Server) {
+	t.Helper()
+	srv := resultsapitest.Start(t)
+	target, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handle(w, r, proxy) }))
+	t.Cleanup(front.Close)
+	return srv, front
 }
