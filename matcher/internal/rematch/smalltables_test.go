@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -272,5 +273,43 @@ func TestVulnerabilityBlobsDecodedOnce(t *testing.T) {
 		if !reflect.DeepEqual(r.BlobValue, want[r.ID]) {
 			t.Fatalf("row %d's blob after a caller changed its copy:\n%+v\nwant\n%+v", r.ID, r.BlobValue, want[r.ID])
 		}
+	}
+}
+
+// TestCopyProvidersIsADeepCopy: copyProviders gives rows equal to the
+// table's, sharing no memory with it or with another copy (a caller that
+// changes its copy's date changes nothing else), and v6.Provider still
+// has the fields it was written for: a Grype whose Provider gains a
+// pointer, slice or map would otherwise be copied shallowly.
+func TestCopyProvidersIsADeepCopy(t *testing.T) {
+	var fields []string
+	pt := reflect.TypeFor[v6.Provider]()
+	for i := range pt.NumField() {
+		fields = append(fields, pt.Field(i).Name+" "+pt.Field(i).Type.String())
+	}
+	want := []string{"ID string", "Version string", "Processor string", "DateCaptured *time.Time", "InputDigest string"}
+	if !reflect.DeepEqual(fields, want) {
+		t.Fatalf("v6.Provider has fields %q, copyProviders was written for %q: revisit it (or use copyOut)", fields, want)
+	}
+	d1, d2 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 12, 2, 3, 4, 5, 0, time.UTC)
+	src := []v6.Provider{
+		{ID: "alpine", Version: "1", Processor: "vunnel@0.1", DateCaptured: &d1, InputDigest: "sha256:aa"},
+		{ID: "nvd", Version: "2", Processor: "vunnel@0.1"},
+		{ID: "wolfi", Version: "3", DateCaptured: &d2},
+	}
+	a, b := copyProviders(src), copyProviders(src)
+	if !reflect.DeepEqual(a, src) || !reflect.DeepEqual(b, src) {
+		t.Fatalf("copies %+v / %+v differ from %+v", a, b, src)
+	}
+	if !reflect.DeepEqual(copyProviders(src), copyOut(src)) {
+		t.Fatal("copyProviders and copyOut disagree")
+	}
+	*a[0].DateCaptured = a[0].DateCaptured.Add(time.Hour)
+	a[2].DateCaptured = nil
+	if !src[0].DateCaptured.Equal(d1) || !b[0].DateCaptured.Equal(d1) || src[2].DateCaptured == nil || b[2].DateCaptured == nil {
+		t.Errorf("changing one copy's dates changed the table's or another copy's: src %v, b %v", src[0].DateCaptured, b[0].DateCaptured)
+	}
+	if a[1].DateCaptured != nil || copyProviders(nil) != nil {
+		t.Error("a row without a date got one, or no rows gave a slice")
 	}
 }

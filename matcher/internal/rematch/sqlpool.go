@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
@@ -90,7 +91,7 @@ func answerGlobalTables(gdb *gorm.DB, memo *lru[string, any]) error {
 			return
 		}
 		if dest, ok := db.Statement.Dest.(*[]v6.Provider); ok && wholeTable(db.Statement) {
-			*dest = copyOut(providers)
+			*dest = copyProviders(providers)
 			db.RowsAffected = int64(len(providers))
 			return
 		}
@@ -99,6 +100,29 @@ func answerGlobalTables(gdb *gorm.DB, memo *lru[string, any]) error {
 		}
 		small.query(db, run)
 	})
+}
+
+// copyProviders is copyOut for the providers table, written out: Grype
+// reads the whole table for every lookup it fills in (fillProviders), and
+// the reflective copy of its rows was 2.4 % of a distinct report's CPU and
+// 4.8 % of its allocated objects. Two allocations per call: the rows, and
+// one array for the dates they point to, so no copy shares memory with
+// another or with src. TestCopyProvidersIsADeepCopy fails if v6.Provider
+// gains a field this does not know.
+func copyProviders(src []v6.Provider) []v6.Provider {
+	if src == nil {
+		return nil
+	}
+	out := make([]v6.Provider, len(src))
+	copy(out, src)
+	dates := make([]time.Time, len(src))
+	for i := range out {
+		if d := src[i].DateCaptured; d != nil {
+			dates[i] = *d
+			out[i].DateCaptured = &dates[i]
+		}
+	}
+	return out
 }
 
 // smallTables answers the queries of the store's small, global tables that
