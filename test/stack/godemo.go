@@ -3,11 +3,12 @@ package stack
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/proc"
 )
 
 // buildGoDemo compiles the Go demo program (hack/tools/grype/testdata/
@@ -30,11 +31,5 @@ func buildGoDemo(ctx context.Context, root, dir string) (string, error) {
 	return out, nil
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort is a port outside the kernel's ephemeral range (proc.FreePort).
+func freePort() (int, error) { return proc.FreePort() }

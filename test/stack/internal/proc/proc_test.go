@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,5 +59,63 @@ func TestLogTail(t *testing.T) {
 	}
 	if got := LogTail(filepath.Join(dir, "missing.log"), 10); !strings.Contains(got, "no such file") {
 		t.Errorf("LogTail(missing) = %q, want the open error", got)
+	}
+}
+
+// TestFreePortIsOutsideTheEphemeralRange: a service's port must survive
+// the service's restart, so it must not be one the kernel hands out to
+// outgoing connections and port-0 listeners meanwhile (a CI run's NATS
+// could not come back after an outage: its monitor port had been taken).
+// Every port FreePort gives is bindable and below the ephemeral range;
+// 300 port-0 listeners opened while one such port is free never get it.
+func TestFreePortIsOutsideTheEphemeralRange(t *testing.T) {
+	low := ephemeralLow()
+	if lo, hi := stableRange(low); hi <= lo {
+		t.Skipf("this machine's ephemeral range starts at %d: no stable ports below it, FreePort falls back to port 0", low)
+	}
+	seen := map[int]bool{}
+	for range 50 {
+		p, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p < stableLow || p >= low || p >= stableHigh {
+			t.Fatalf("FreePort gave %d, want one in [%d, %d) (ephemeral ports start at %d)", p, stableLow, min(stableHigh, low), low)
+		}
+		seen[p] = true
+	}
+	if len(seen) < 40 {
+		t.Errorf("50 calls gave %d distinct ports: not spread over the range", len(seen))
+	}
+	p, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 300 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		if got := ln.Addr().(*net.TCPAddr).Port; got == p {
+			t.Fatalf("a port-0 listener got %d, the port FreePort gave", p)
+		}
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+	if err != nil {
+		t.Fatalf("the port FreePort gave is not free: %v", err)
+	}
+	_ = ln.Close()
+}
+
+func TestStableRange(t *testing.T) {
+	for _, tt := range []struct{ ephemeral, lo, hi int }{
+		{32768, 20000, 30000}, // Linux's default
+		{25000, 20000, 25000}, // cut below the ephemeral ports
+		{15000, 20000, 15000}, // none: FreePort falls back to port 0
+	} {
+		if lo, hi := stableRange(tt.ephemeral); lo != tt.lo || hi != tt.hi {
+			t.Errorf("stableRange(%d) = [%d, %d), want [%d, %d)", tt.ephemeral, lo, hi, tt.lo, tt.hi)
+		}
 	}
 }
