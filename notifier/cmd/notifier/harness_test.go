@@ -131,7 +131,19 @@ func (e *env) start(o Options) *notifier {
 		once.Do(func() { cancel(); runErr = <-done })
 		return runErr
 	}
-	e.t.Cleanup(func() { _ = n.stop() })
+	e.t.Cleanup(func() {
+		err := n.stop()
+		if !e.t.Failed() {
+			return
+		}
+		// What the notifier said, for a failure that waited on it (its
+		// log is otherwise kept only in memory), and how its run ended.
+		log := n.stderr.String()
+		if len(log) > 16<<10 {
+			log = "…" + log[len(log)-16<<10:]
+		}
+		e.t.Logf("the notifier's run ended with %v; its log:\n%s", err, log)
+	})
 	return n
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	eventsv1 "github.com/crowsnest-dev/crowsnest/api/events/v1"
 )
@@ -158,5 +159,28 @@ routes:
 	}
 	if err := n.stop(); err != nil {
 		t.Fatalf("stopped while waiting for its consumer: %v, want a clean stop", err)
+	}
+}
+
+// TestStoppedAtAnyPointOfItsStartIsACleanStop stops the notifier after 0
+// to 50 ms, wherever its start has got to (connecting, opening its state
+// bucket, its consumer): every stop is clean. Stopped while opening its
+// state bucket it returned "open kv bucket ...: context canceled" (seen
+// when a failing test's cleanup printed the run's end).
+func TestStoppedAtAnyPointOfItsStartIsACleanStop(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	cfg := `
+receivers:
+- {name: hook, webhook: {url: "` + rc.URL + `"}}
+routes:
+- {name: all, receiver: hook}
+`
+	for _, after := range []time.Duration{0, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond} {
+		n := e.start(e.options(cfg))
+		time.Sleep(after)
+		if err := n.stop(); err != nil {
+			t.Errorf("stopped %v after its start: %v, want a clean stop", after, err)
+		}
 	}
 }

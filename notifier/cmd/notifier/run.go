@@ -42,7 +42,16 @@ const sealInterval = time.Second
 
 // run runs the notifier until ctx ends; everything it starts is stopped
 // before it returns. With --version it only prints the build.
-func run(ctx context.Context, o Options, d deps) error {
+func run(ctx context.Context, o Options, d deps) (err error) {
+	// Stopped while starting (opening its state, waiting for the stream
+	// or its consumer): a clean stop, as a stop while consuming is, not
+	// the step's "context canceled".
+	stopped := ctx
+	defer func() {
+		if err != nil && stopped.Err() != nil && errors.Is(err, context.Canceled) {
+			err = nil
+		}
+	}()
 	if o.Version {
 		_, err := fmt.Fprintln(d.stdout, buildinfo.String("notifier"))
 		return err
@@ -132,9 +141,6 @@ func run(ctx context.Context, o Options, d deps) error {
 
 	cons, err := consumer(ctx, js, o.Consumer, log)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while it waited for the stream or its consumer: a clean stop, as in consume
-		}
 		return err
 	}
 	ready.Store(true)
