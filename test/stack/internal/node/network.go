@@ -127,16 +127,34 @@ const cniResults = "/var/lib/cni/results"
 // Name is the network's name in its CNI configuration, crowsnest-<Index>.
 func (n *Network) Name() string { return "crowsnest-" + strconv.Itoa(n.Index) }
 
-// Sweep removes the cached CNI results of this network and returns their
-// paths. Under the index's lock no other stack's Pods are on this network,
-// so every entry left is stale: one that a stack killed before it tore its
-// Pods down left (SetupNetwork sweeps), or one whose sandbox containerd
-// did not tear down before it stopped (Node.Stop sweeps and reports them
-// in its error).
+// loopbackNetwork is the network containerd's CRI plugin attaches every
+// sandbox to besides the node's own (its lo): its results are cached as
+// cni-loopback-<sandbox id>-lo, beside the node network's.
+const loopbackNetwork = "cni-loopback"
+
+// Sweep removes the cached CNI results of this network, and the loopback
+// results of the same sandboxes, and returns their paths. Under the
+// index's lock no other stack's Pods are on this network, so every entry
+// left is stale: one that a stack killed before it tore its Pods down left
+// (SetupNetwork sweeps), or one whose sandbox containerd did not tear down
+// before it stopped (Node.Stop sweeps and reports them in its error). A
+// loopback result names only its sandbox, shared by every stack's
+// containerd here: it is removed only for a sandbox of this network.
 func (n *Network) Sweep() ([]string, error) {
 	left, err := filepath.Glob(filepath.Join(cniResults, n.Name()+"-*"))
 	if err != nil {
 		return nil, err
+	}
+	for _, p := range left {
+		// <network>-<sandbox id>-<ifname>; a sandbox id has no '-'.
+		id := strings.TrimPrefix(filepath.Base(p), n.Name()+"-")
+		if i := strings.LastIndexByte(id, '-'); i > 0 {
+			lo, err := filepath.Glob(filepath.Join(cniResults, loopbackNetwork+"-"+id[:i]+"-*"))
+			if err != nil {
+				return nil, err
+			}
+			left = append(left, lo...)
+		}
 	}
 	var errs []error
 	for _, p := range left {

@@ -67,10 +67,12 @@ func TestBridgeKeepsItsAddress(t *testing.T) {
 }
 
 // TestSetupSweepsAKilledStacksCNIResults plays a stack killed while its
-// Pods ran: libcni's cached result of one of its sandboxes stays in
-// /var/lib/cni/results under the network's name. The next stack on that
-// network index must remove it (under the index's lock nobody else uses
-// the network), or the node's teardown check counts it as its own.
+// Pods ran: libcni's cached results of one of its sandboxes stay in
+// /var/lib/cni/results, under the network's name and under containerd's
+// loopback network. The next stack on that network index must remove both
+// (under the index's lock nobody else uses the network), or the node's
+// teardown check counts them as its own; another sandbox's loopback result
+// (another stack's Pod) stays.
 func TestSetupSweepsAKilledStacksCNIResults(t *testing.T) {
 	first, err := node.SetupNetwork()
 	if err != nil {
@@ -90,12 +92,18 @@ func TestSetupSweepsAKilledStacksCNIResults(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	stale := filepath.Join(dir, first.Name()+"-4f1c8a7e2b9d0c3e5f6a7b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a-eth0")
-	if err := os.WriteFile(stale, []byte(`{"cniVersion":"1.0.0"}`), 0o600); err != nil {
-		t.Fatal(err)
+	const sandbox, other = "4f1c8a7e2b9d0c3e5f6a7b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a", "9a8b7c6d5e4f30211a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f7081"
+	stale := []string{filepath.Join(dir, first.Name()+"-"+sandbox+"-eth0"), filepath.Join(dir, "cni-loopback-"+sandbox+"-lo")}
+	kept := filepath.Join(dir, "cni-loopback-"+other+"-lo")
+	for _, p := range append(stale, kept) {
+		if err := os.WriteFile(p, []byte(`{"cniVersion":"1.0.0"}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Cleanup(func() {
-		_ = os.Remove(stale)
+		for _, p := range append(stale, kept) {
+			_ = os.Remove(p)
+		}
 		for i := len(created) - 1; i >= 0; i-- {
 			_ = os.Remove(created[i])
 		}
@@ -109,7 +117,12 @@ func TestSetupSweepsAKilledStacksCNIResults(t *testing.T) {
 	if second.Index != index {
 		t.Fatalf("network index %d was taken by another stack between two setups (got %d); run the node tests alone (make e2e runs one package at a time)", index, second.Index)
 	}
-	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the killed stack's CNI result %s is still there after SetupNetwork (stat: %v)", stale, err)
+	for _, p := range stale {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the killed stack's CNI result %s is still there after SetupNetwork (stat: %v)", p, err)
+		}
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Errorf("another sandbox's loopback result %s was removed: %v", kept, err)
 	}
 }
