@@ -2,6 +2,7 @@ package rematch
 
 import (
 	"fmt"
+	"slices"
 
 	"gorm.io/gorm"
 
@@ -38,7 +39,7 @@ const DefaultMemoBytes = 64 << 20
 type memoReader struct {
 	v6.Reader
 	db   *gorm.DB // the store's, for Grype's reference fills (refs.go asks the reader for GetDB)
-	memo *lru[string, any]
+	memo *lru[memoID, any]
 }
 
 // lowLevelReader is what Grype's reference fills assert the reader to
@@ -50,7 +51,7 @@ func newMemoReader(rdr v6.Reader, maxBytes int64) (*memoReader, error) {
 	if !ok {
 		return nil, fmt.Errorf("grype's v6 reader %T has no GetDB: the DB memo needs revisiting for this Grype version", rdr)
 	}
-	return &memoReader{Reader: rdr, db: ll.GetDB(), memo: newLRU[string, any](maxBytes)}, nil
+	return &memoReader{Reader: rdr, db: ll.GetDB(), memo: newLRU[memoID, any](maxBytes)}, nil
 }
 
 // GetDB is the store's (Grype's reference fills read through it).
@@ -58,13 +59,19 @@ func (r *memoReader) GetDB() *gorm.DB { return r.db }
 
 // memoized answers the query keyed key from the memo, or asks load and
 // keeps a copy of a successful answer; a query whose key could not be
-// encoded (ok false) always asks load.
-func memoized[T any](r *memoReader, key string, ok bool, load func() (T, error)) (T, error) {
+// encoded (ok false) always asks load. A hit hands out a deep copy.
+func memoized[T any](r *memoReader, key memoID, ok bool, load func() (T, error)) (T, error) {
+	return memoizedOut(r, key, ok, load, copyOut[T])
+}
+
+// memoizedOut is memoized with out making what a hit hands out of the
+// kept answer, which nobody may change.
+func memoizedOut[T any](r *memoReader, key memoID, ok bool, load func() (T, error), out func(T) T) (T, error) {
 	if !ok {
 		return load()
 	}
 	if v, hit := r.memo.get(key); hit {
-		return copyOut(v.(T)), nil
+		return out(v.(T)), nil
 	}
 	v, err := load()
 	if err != nil {
@@ -92,13 +99,15 @@ func getPackages[H any](r *memoReader, method string, spec *v6.PackageSpecifier,
 		keySpec = &s
 	}
 	key, ok := memoKey(method, keySpec, opts)
-	a, err := memoized(r, key, ok, func() (pkgAnswer[H], error) {
+	a, err := memoizedOut(r, key, ok, func() (pkgAnswer[H], error) {
 		hs, err := load(spec, opts)
 		a := pkgAnswer[H]{Handles: hs}
 		if spec != nil {
 			a.Ecosystem = spec.Ecosystem
 		}
 		return a, err
+	}, func(a pkgAnswer[H]) pkgAnswer[H] {
+		return pkgAnswer[H]{Handles: handlesOut(a.Handles), Ecosystem: a.Ecosystem}
 	})
 	if err == nil && spec != nil {
 		spec.Ecosystem = a.Ecosystem
@@ -124,14 +133,29 @@ func (r *memoReader) GetUnaffectedPackages(spec *v6.PackageSpecifier, opts *v6.G
 // handleCPEOptions), and the vulnerability specifiers.
 func (r *memoReader) GetAffectedCPEs(c *cpe.Attributes, opts *v6.GetCPEOptions) ([]v6.AffectedCPEHandle, error) {
 	key, ok := memoKey("GetAffectedCPEs", withoutVersion(c), opts)
-	return memoized(r, key, ok, func() ([]v6.AffectedCPEHandle, error) { return r.Reader.GetAffectedCPEs(c, opts) })
+	return memoizedOut(r, key, ok, func() ([]v6.AffectedCPEHandle, error) { return r.Reader.GetAffectedCPEs(c, opts) }, handlesOut)
 }
 
 // GetUnaffectedCPEs is the store's, memoized (as GetAffectedCPEs).
 func (r *memoReader) GetUnaffectedCPEs(c *cpe.Attributes, opts *v6.GetCPEOptions) ([]v6.UnaffectedCPEHandle, error) {
 	key, ok := memoKey("GetUnaffectedCPEs", withoutVersion(c), opts)
-	return memoized(r, key, ok, func() ([]v6.UnaffectedCPEHandle, error) { return r.Reader.GetUnaffectedCPEs(c, opts) })
+	return memoizedOut(r, key, ok, func() ([]v6.UnaffectedCPEHandle, error) { return r.Reader.GetUnaffectedCPEs(c, opts) }, handlesOut)
 }
+
+// handlesOut hands out a kept package or CPE lookup's handles: the handles
+// themselves copied, what they point to shared with the memo. That is what
+// Grype changes and what it only reads (v0.121.2, vulnerabilityProvider's
+// fetchAndProcess*): the version filters read each handle's blob and build
+// a new slice of copies of the handles they keep; the fills set the
+// handle's own pointers (blob, OS, package, CPE, vulnerability) to rows
+// read by id, which rowsByID hands out as copies, and write only into
+// those; the conversion to vulnerability.Vulnerability reads the blob and
+// the rows and builds new values. The deep copy of every hit was 4.4 % of
+// a distinct report's CPU and most of its copied bytes
+// (docs/benchmarks.md). TestMemoAnswersStayAsKept matches reports on
+// hits and fails if anything a kept answer points to changed; the race
+// detector sees a write to one from two reports matched at once.
+func handlesOut[H any](hs []H) []H { return slices.Clone(hs) }
 
 // GetVulnerabilities is the store's, memoized (Grype's presenter asks it
 // for related vulnerabilities by name and provider).
@@ -175,7 +199,8 @@ func (r *memoReader) GetProvider(name string) (*v6.Provider, error) {
 
 // AllProviders is the store's, memoized.
 func (r *memoReader) AllProviders() ([]v6.Provider, error) {
-	return memoized(r, "AllProviders", true, r.Reader.AllProviders)
+	key, ok := memoKey("AllProviders")
+	return memoized(r, key, ok, r.Reader.AllProviders)
 }
 
 // stats reports the memo's use.

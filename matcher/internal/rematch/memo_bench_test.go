@@ -49,7 +49,7 @@ func BenchmarkMemoCopy(b *testing.B) {
 	var values []any
 	m.memo.memo.mu.Lock()
 	for _, el := range m.memo.memo.entries {
-		values = append(values, el.Value.(*lruEntry[string, any]).value)
+		values = append(values, el.Value.(*lruEntry[memoID, any]).value)
 	}
 	m.memo.memo.mu.Unlock()
 	if len(values) == 0 {

@@ -3,6 +3,8 @@ package rematch
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -176,7 +178,7 @@ func TestMemoKey(t *testing.T) {
 				PreloadBlob:     true,
 			}
 	}
-	key := func(s *v6.PackageSpecifier, o *v6.GetPackageOptions) string {
+	key := func(s *v6.PackageSpecifier, o *v6.GetPackageOptions) memoID {
 		t.Helper()
 		ks := *s
 		ks.CPE = withoutVersion(s.CPE)
@@ -222,8 +224,22 @@ func TestMemoKey(t *testing.T) {
 		}
 	}
 	s, o = base()
-	if k, _ := memoKey("GetUnaffectedPackages", s, o); strings.HasPrefix(k, "GetAffectedPackages|") {
+	if k, _ := memoKeyText(nil, "GetUnaffectedPackages", s, o); strings.HasPrefix(string(k), "GetAffectedPackages|") {
 		t.Error("the method is not in the key")
+	}
+	if k, _ := memoKey("GetUnaffectedPackages", s, o); k == k0 {
+		t.Error("the method does not change the key")
+	}
+	ks := *s
+	ks.CPE = withoutVersion(s.CPE)
+	if text, _ := memoKeyText(nil, "GetAffectedPackages", &ks, o); sha256.Sum256(text) != k0 {
+		t.Error("the key is not the SHA-256 of the encoding")
+	}
+	if a, _ := memoKey("x", []any{1}); a == func() memoID { k, _ := memoKey("x", []any{uint(1)}); return k }() {
+		t.Error("an int and a uint in an interface give the same key")
+	}
+	if a, _ := memoKey("x", "a,", "b"); a == func() memoID { k, _ := memoKey("x", "a", ",b"); return k }() {
+		t.Error("strings are not delimited")
 	}
 	if _, ok := memoKey("x", map[string]string{"a": "b"}); ok {
 		t.Error("a map is encodable")
@@ -231,4 +247,81 @@ func TestMemoKey(t *testing.T) {
 	if _, ok := memoKey("x", struct{ f int }{1}); ok {
 		t.Error("an unexported field is encodable")
 	}
+}
+
+// TestMemoAnswersStayAsKept: a hit on a package or CPE lookup hands out
+// the kept handles copied, with what they point to (blobs, packages, CPEs,
+// operating systems) shared with the memo (handlesOut). Grype must then
+// only read what they point to. The first round fills the memo; every
+// kept answer is snapshotted (deep-copied); the second round matches the
+// same reports again from hits, with the match cache off so every package
+// goes through Grype's matchers, fills and conversions; then every kept
+// answer still in the memo must equal its snapshot, and the outputs the
+// first round's.
+func TestMemoAnswersStayAsKept(t *testing.T) {
+	dir := writeDB(t, append(advisory.All(0), benchAdvisories(3000)...), fixtureBuilt)
+	in := cacheInputs(t)
+	m := openWith(t, dir, Options{CacheBytes: -1})
+	first := map[string][]byte{}
+	for n, bom := range in {
+		out, _, err := m.Match(context.Background(), bom)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first[n] = normalize(t, out, true)
+	}
+	mem := m.memo.memo
+	snapshot := map[memoID]any{}
+	shared := 0
+	mem.mu.Lock()
+	for k, el := range mem.entries {
+		v := el.Value.(*lruEntry[memoID, any]).value
+		snapshot[k], _ = deepCopy(v)
+		switch a := v.(type) {
+		case pkgAnswer[v6.AffectedPackageHandle]:
+			for _, h := range a.Handles {
+				if h.BlobValue != nil {
+					shared++
+				}
+			}
+		case []v6.AffectedCPEHandle:
+			for _, h := range a {
+				if h.BlobValue != nil {
+					shared++
+				}
+			}
+		}
+	}
+	mem.mu.Unlock()
+	if shared == 0 {
+		t.Fatal("no kept package or CPE answer points to a blob: the test shares nothing")
+	}
+	hits := mem.snapshot().Hits
+	for n, bom := range in {
+		out, _, err := m.Match(context.Background(), bom)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(normalize(t, out, true), first[n]) {
+			t.Errorf("%s: the second round's output differs from the first's", n)
+		}
+	}
+	hits = mem.snapshot().Hits - hits
+	if hits == 0 {
+		t.Fatal("no memo hits in the second round")
+	}
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
+	checked := 0
+	for k, want := range snapshot {
+		el, ok := mem.entries[k]
+		if !ok {
+			continue
+		}
+		checked++
+		if got := el.Value.(*lruEntry[memoID, any]).value; !reflect.DeepEqual(got, want) {
+			t.Errorf("a kept %T changed after it was handed out", got)
+		}
+	}
+	t.Logf("%d kept answers checked (%d handles sharing a blob), %d hits in the second round", checked, shared, hits)
 }

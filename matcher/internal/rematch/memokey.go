@@ -1,6 +1,7 @@
 package rematch
 
 import (
+	"crypto/sha256"
 	"reflect"
 	"strconv"
 	"sync"
@@ -10,20 +11,44 @@ import (
 )
 
 // memoKey encodes the arguments of one DB query canonically: the method's
-// name, then every argument walked field by field (names, nil pointers,
-// lengths and values all written out), so two keys are equal only when
-// the arguments are. A field Grype adds to an options struct in a later
-// version is encoded too, which can only make keys differ more. It refuses
-// (false) what it cannot encode faithfully: maps (unordered), functions,
-// channels and unexported fields.
+// name, then every argument walked field by field (types' names, nil
+// pointers, lengths and values all written out), so two encodings are equal only
+// when the arguments are. A field Grype adds to an options struct in a
+// later version is encoded too, which can only make keys differ more. It
+// refuses (false) what it cannot encode faithfully: maps (unordered),
+// functions, channels and unexported fields.
+//
+// The key is the encoding's SHA-256 (memoID), not the encoding: a package
+// query's encoding is a few hundred bytes, which the memo's map hashed and
+// compared on every lookup and copied into a string for each (5.7 % of a
+// distinct report's CPU with the encoding itself, docs/benchmarks.md).
+// A collision-resistant hash keeps two queries from sharing an answer even
+// when an image's package names are chosen to make them: a report's
+// packages come from whoever built the image.
 //
 // It runs for every lookup Grype's matchers make, so what reflection would
 // find out again each time — a struct's name and its fields' — is worked
-// out once per type (structKeyPlan) and the key is built in a pooled
+// out once per type (structKeyPlan) and the encoding is built in a pooled
 // buffer.
-func memoKey(method string, args ...any) (string, bool) {
+func memoKey(method string, args ...any) (memoID, bool) {
 	bp := keyBufs.Get().(*[]byte)
-	b := append((*bp)[:0], method...)
+	b, ok := memoKeyText((*bp)[:0], method, args...)
+	var id memoID
+	if ok {
+		id = sha256.Sum256(b)
+	}
+	*bp = b
+	keyBufs.Put(bp)
+	return id, ok
+}
+
+// memoID is a memo entry's key: the SHA-256 of its query's canonical
+// encoding (memoKey) or of a row's table and id (rowKey).
+type memoID [sha256.Size]byte
+
+// memoKeyText appends the canonical encoding memoKey hashes to b.
+func memoKeyText(b []byte, method string, args ...any) ([]byte, bool) {
+	b = append(b, method...)
 	ok := true
 	for _, a := range args {
 		b = append(b, '|')
@@ -31,13 +56,7 @@ func memoKey(method string, args ...any) (string, bool) {
 			break
 		}
 	}
-	key := ""
-	if ok {
-		key = string(b)
-	}
-	*bp = b
-	keyBufs.Put(bp)
-	return key, ok
+	return b, ok
 }
 
 var keyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
@@ -50,7 +69,11 @@ func encodeKey(b []byte, v reflect.Value) ([]byte, bool) {
 	}
 	switch v.Kind() {
 	case reflect.String:
-		return strconv.AppendQuote(b, v.String()), true
+		// length-prefixed, as it is: no escaping to scan for, and no
+		// string's bytes can be read as the encoding around them
+		str := v.String()
+		b = append(strconv.AppendInt(append(b, '"'), int64(len(str)), 10), ':')
+		return append(b, str...), true
 	case reflect.Bool:
 		return strconv.AppendBool(b, v.Bool()), true
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
@@ -61,7 +84,12 @@ func encodeKey(b []byte, v reflect.Value) ([]byte, bool) {
 		if v.IsNil() {
 			return append(b, "nil"...), true
 		}
-		return encodeKey(append(b, '&'), v.Elem())
+		b = append(b, '&')
+		if v.Kind() == reflect.Interface {
+			// the dynamic type's name: an int 1 and a uint 1 differ
+			b = append(append(b, v.Elem().Type().String()...), '=')
+		}
+		return encodeKey(b, v.Elem())
 	case reflect.Slice, reflect.Array:
 		if v.Kind() == reflect.Slice && v.IsNil() {
 			return append(b, "nil"...), true
@@ -86,8 +114,7 @@ func encodeKey(b []byte, v reflect.Value) ([]byte, bool) {
 			return b, false
 		}
 		b = append(b, p.open...)
-		for i, f := range p.fields {
-			b = append(b, f...)
+		for i := range p.fields {
 			var ok bool
 			if b, ok = encodeKey(b, v.Field(i)); !ok {
 				return b, false
@@ -101,10 +128,12 @@ func encodeKey(b []byte, v reflect.Value) ([]byte, bool) {
 }
 
 // keyPlan is what a struct's key writes besides its fields' values: its
-// type's name and "{", then each field's name and ":".
+// type's name and "{". The fields follow in their declared order, which
+// is the type's: their names would add nothing that tells two values of
+// the type apart.
 type keyPlan struct {
 	open       string
-	fields     []string
+	fields     int
 	unexported bool // a field is unexported: the struct cannot be encoded
 }
 
@@ -114,11 +143,9 @@ func structKeyPlan(t reflect.Type) *keyPlan {
 	if p, ok := keyPlans.Load(t); ok {
 		return p.(*keyPlan)
 	}
-	p := &keyPlan{open: t.String() + "{", fields: make([]string, t.NumField())}
+	p := &keyPlan{open: t.String() + "{", fields: t.NumField()}
 	for i := range t.NumField() {
-		f := t.Field(i)
-		p.unexported = p.unexported || !f.IsExported()
-		p.fields[i] = f.Name + ":"
+		p.unexported = p.unexported || !t.Field(i).IsExported()
 	}
 	keyPlans.Store(t, p)
 	return p

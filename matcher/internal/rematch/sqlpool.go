@@ -2,6 +2,7 @@ package rematch
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -73,7 +74,7 @@ func countStatements(gdb *gorm.DB) {
 // join, preload, selection or raw SQL — with a copy of the rows read here,
 // hands the reads of rows by id to rowsByID and the small tables' queries
 // to smallTables, and lets every other query run.
-func answerGlobalTables(gdb *gorm.DB, memo *lru[string, any]) error {
+func answerGlobalTables(gdb *gorm.DB, memo *lru[memoID, any]) error {
 	var providers []v6.Provider
 	if err := gdb.Find(&providers).Error; err != nil {
 		return fmt.Errorf("read providers: %w", err)
@@ -221,7 +222,7 @@ func wholeTable(s *gorm.Statement) bool {
 // holds every row it names, with the rows in ascending id order, once each,
 // as SQLite returns them for an IN list on the table's integer key
 // (TestRowsByIDAnswers compares); otherwise it runs and its rows are kept.
-type rowsByID struct{ memo *lru[string, any] }
+type rowsByID struct{ memo *lru[memoID, any] }
 
 // byIDSQL is the statement gorm builds for Where("id IN (?)", ids).Find of
 // one of the tables rowsByID answers.
@@ -340,6 +341,13 @@ func (r rowsByID) keep(db *gorm.DB, kind string, dest reflect.Value) {
 	}
 }
 
-func rowKey(kind string, id int64) string {
-	return "#" + kind + "#" + strconv.FormatInt(id, 10)
+// rowKey is the memo's key for one row (or decoded blob) of a table: the
+// SHA-256 of "#<kind>#<id>", which no query's encoding (a method's name
+// first) can be.
+func rowKey(kind string, id int64) memoID {
+	var buf [64]byte
+	b := append(buf[:0], '#')
+	b = append(b, kind...)
+	b = append(b, '#')
+	return sha256.Sum256(strconv.AppendInt(b, id, 10))
 }
