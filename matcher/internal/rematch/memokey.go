@@ -12,15 +12,15 @@ import (
 
 // memoKey encodes the arguments of one DB query canonically: the method's
 // name, then every argument walked field by field (types' names, nil
-// pointers, lengths and values all written out), so two encodings are equal only
-// when the arguments are. A field Grype adds to an options struct in a
+// pointers, lengths and values all written out), so two encodings are
+// equal only when the arguments are. A field Grype adds to an options struct in a
 // later version is encoded too, which can only make keys differ more. It
 // refuses (false) what it cannot encode faithfully: maps (unordered),
 // functions, channels and unexported fields.
 //
 // The key is the encoding's SHA-256 (memoID), not the encoding: a package
 // query's encoding is a few hundred bytes, which the memo's map hashed and
-// compared on every lookup and copied into a string for each (5.7 % of a
+// compared on every lookup and copied into a string for each (~6 % of a
 // distinct report's CPU with the encoding itself, docs/benchmarks.md).
 // A collision-resistant hash keeps two queries from sharing an answer even
 // when an image's package names are chosen to make them: a report's
