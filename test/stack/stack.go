@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,6 +24,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/proxy"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/services"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/teardown"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/workload"
 )
 
@@ -107,7 +106,7 @@ func Start(ctx context.Context, o Options, log *slog.Logger) (_ *Stack, err erro
 	if m := o.missing(); len(m) > 0 {
 		return nil, fmt.Errorf("missing binaries (run `make demo`, which builds them): %s", strings.Join(m, ", "))
 	}
-	outliveOutputReader()
+	teardown.OutliveOutputReader()
 	s := &Stack{Options: o, Log: log}
 	if s.Options.StateDir == "" {
 		if s.Options.StateDir, err = os.MkdirTemp("", "crowsnest-stack-"); err != nil {
@@ -358,36 +357,7 @@ func (s *Stack) Close() { s.closeOnce.Do(s.close) }
 // early while the end-to-end suites run beside make test) still removes
 // the node's containers, mounts and network links instead of leaving them
 // to the next stack's sweep. stop ends the watch; call it before Close.
-func (s *Stack) CloseOnSignal() (stop func()) {
-	outliveOutputReader()
-	c := make(chan os.Signal, 1)
-	signal.Notify(c, syscall.SIGTERM, os.Interrupt)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case sig := <-c:
-			fmt.Fprintf(os.Stderr, "stack: %s: closing the stack\n", sig)
-			s.Close()
-			os.Exit(1)
-		case <-done:
-		}
-	}()
-	return func() {
-		signal.Stop(c)
-		close(done)
-	}
-}
-
-// outliveOutputReader keeps a process that holds a stack alive when the
-// reader of its standard output or error goes away: the writes fail
-// (EPIPE) instead of killing it with SIGPIPE. A test binary's output is a
-// pipe to go test, and a stop from outside signals the whole process group:
-// go test dies of its SIGTERM at once, and the test binary's first line
-// about closing the stack (or the node's log while it stops) killed it
-// before the node's Pods, mounts and links were removed. Without a reader
-// the process goes on to close the stack, on the signal or after its
-// tests.
-func outliveOutputReader() { signal.Ignore(syscall.SIGPIPE) }
+func (s *Stack) CloseOnSignal() (stop func()) { return teardown.OnSignal(s.Close) }
 
 func (s *Stack) close() {
 	if s.cancel != nil {

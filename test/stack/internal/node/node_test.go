@@ -19,6 +19,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/kubeproxy"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/node"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/teardown"
 )
 
 // TestNodeRunsAPodAndLeavesNothing brings up a control plane, the node
@@ -35,7 +36,16 @@ func TestNodeRunsAPodAndLeavesNothing(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	state := t.TempDir()
+	// Everything started below stops at the end, also when the test
+	// binary is stopped with SIGTERM (TestStoppedMidTestLeavesNothing),
+	// and its state directory goes last: not t.TempDir, which a stopped
+	// test binary leaves.
+	steps := teardown.ForTest(t)
+	state, err := os.MkdirTemp("", "crowsnest-node-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps.Add(func() error { return os.RemoveAll(state) })
 	// Host paths that exist now belong to someone else (another stack on
 	// this machine); the rest must not exist after Stop.
 	var absent []string
@@ -50,12 +60,7 @@ func TestNodeRunsAPodAndLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	bridge := netw.Bridge
-	closeNet := true
-	defer func() {
-		if closeNet {
-			_ = netw.Close()
-		}
-	}()
+	closeNet := steps.Add(netw.Close)
 	pki, err := node.WritePKI(filepath.Join(state, "pki"), netw.Gateway)
 	if err != nil {
 		t.Fatal(err)
@@ -64,12 +69,12 @@ func TestNodeRunsAPodAndLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cp.Stop() }()
+	steps.Add(cp.Stop)
 	reg, err := registry.Start(ctx, net.JoinHostPort(netw.Gateway.String(), "0"), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer reg.Close()
+	steps.Add(reg.Close)
 	pauseBin := filepath.Join(state, "pause")
 	build := exec.CommandContext(ctx, "go", "build", "-o", pauseBin, "../../cmd/pause")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off")
@@ -99,12 +104,7 @@ func TestNodeRunsAPodAndLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = n.Stop()
-		}
-	}()
+	stopNode := steps.Add(n.Stop)
 
 	if _, err := cp.Client.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -140,13 +140,14 @@ func TestNodeRunsAPodAndLeavesNothing(t *testing.T) {
 	if veths := vethsOn(t, bridge); len(veths) == 0 {
 		t.Error("no veth on the bridge while a Pod runs: the check below could not see one")
 	}
+	if os.Getenv(envStopChild) != "" {
+		waitForTheStop(state, nodeDir, netw)
+	}
 
-	stopped = true
-	if err := n.Stop(); err != nil {
+	if err := stopNode(); err != nil {
 		t.Errorf("stop node: %v", err)
 	}
-	closeNet = false
-	if err := netw.Close(); err != nil {
+	if err := closeNet(); err != nil {
 		t.Errorf("close network: %v", err)
 	}
 	if node.OthersRunning() {

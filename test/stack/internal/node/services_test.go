@@ -20,6 +20,7 @@ import (
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/netcheck"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/node"
 	"github.com/crowsnest-dev/crowsnest/test/stack/internal/registry"
+	"github.com/crowsnest-dev/crowsnest/test/stack/internal/teardown"
 )
 
 // TestServicesAndDNSOnTheRealNode runs the real node with the stack's
@@ -41,7 +42,16 @@ func TestServicesAndDNSOnTheRealNode(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	state := t.TempDir()
+	// Everything started below stops at the end, also when the test
+	// binary is stopped with SIGTERM (TestStoppedMidTestLeavesNothing),
+	// and its state directory goes last: not t.TempDir, which a stopped
+	// test binary leaves.
+	steps := teardown.ForTest(t)
+	state, err := os.MkdirTemp("", "crowsnest-node-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps.Add(func() error { return os.RemoveAll(state) })
 	// KUBE-FIREWALL may be the kubelet's (of another node on this machine):
 	// after the stop it must be as it was before.
 	firewallBefore, err := kubeproxy.FirewallChains()
@@ -52,12 +62,7 @@ func TestServicesAndDNSOnTheRealNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	closeNet := true
-	defer func() {
-		if closeNet {
-			_ = netw.Close()
-		}
-	}()
+	closeNet := steps.Add(netw.Close)
 	pki, err := node.WritePKI(filepath.Join(state, "pki"), netw.Gateway)
 	if err != nil {
 		t.Fatal(err)
@@ -68,12 +73,12 @@ func TestServicesAndDNSOnTheRealNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cp.Stop() }()
+	steps.Add(cp.Stop)
 	reg, err := registry.Start(ctx, net.JoinHostPort(netw.Gateway.String(), "0"), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer reg.Close()
+	steps.Add(reg.Close)
 	pauseBin := filepath.Join(state, "pause")
 	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", pauseBin, "../../cmd/pause")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off")
@@ -105,7 +110,7 @@ func TestServicesAndDNSOnTheRealNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = dns.Stop() }()
+	stopDNS := steps.Add(dns.Stop)
 	t.Logf("CoreDNS ready in %s", time.Since(dnsStart).Round(time.Millisecond))
 
 	kubeconfig, err := cp.AddUser("system:node:crowsnest-node", []string{"system:nodes"}, "kubelet.kubeconfig")
@@ -121,12 +126,7 @@ func TestServicesAndDNSOnTheRealNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodeStopped := false
-	defer func() {
-		if !nodeStopped {
-			_ = n.Stop()
-		}
-	}()
+	stopNode := steps.Add(n.Stop)
 	// The API server's bootstrap policy binds system:node-proxier to
 	// this user.
 	proxyKubeconfig, err := cp.AddUser("system:kube-proxy", nil, "kube-proxy.kubeconfig")
@@ -143,12 +143,7 @@ func TestServicesAndDNSOnTheRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("kube-proxy ready in %s", time.Since(proxyStart).Round(time.Millisecond))
-	proxyStopped := false
-	defer func() {
-		if !proxyStopped {
-			_ = kp.Stop()
-		}
-	}()
+	stopProxy := steps.Add(kp.Stop)
 
 	ns := "services"
 	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -177,18 +172,16 @@ func TestServicesAndDNSOnTheRealNode(t *testing.T) {
 		t.Errorf("no rule names the Service CIDR while kube-proxy runs (%v): the check below could not see one", err)
 	}
 
-	proxyStopped, nodeStopped = true, true
-	if err := kp.Stop(); err != nil {
+	if err := stopProxy(); err != nil {
 		t.Errorf("stop kube-proxy: %v", err)
 	}
-	if err := n.Stop(); err != nil {
+	if err := stopNode(); err != nil {
 		t.Errorf("stop node: %v", err)
 	}
-	if err := dns.Stop(); err != nil {
+	if err := stopDNS(); err != nil {
 		t.Errorf("stop coredns: %v", err)
 	}
-	closeNet = false
-	if err := netw.Close(); err != nil {
+	if err := closeNet(); err != nil {
 		t.Errorf("close network: %v", err)
 	}
 	for _, left := range Leftovers(t, nodeDir, netw.Bridge, nil, netw.Subnet, netw.ServiceCIDR) {

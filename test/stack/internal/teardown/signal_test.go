@@ -1,4 +1,4 @@
-package stack
+package teardown
 
 import (
 	"bufio"
@@ -11,41 +11,39 @@ import (
 	"time"
 )
 
-const envSignalChild = "CROWSNEST_STACK_SIGNAL_CHILD"
+const envSignalChild = "CROWSNEST_TEARDOWN_SIGNAL_CHILD"
 
-// TestCloseOnSignal: SIGTERM to a process watching with CloseOnSignal runs
-// the stack's closers (what removes containers, mounts and links) and
-// exits 1; after stop, SIGTERM kills the process as before and closes
-// nothing. The stack is a bare Stack whose one closer logs to stderr, as
-// the node's teardown does, then writes a file.
+// TestOnSignal: SIGTERM to a process that watches runs what it must
+// remove (a step that logs to stderr, as the node's teardown does, then
+// writes a file) and exits 1; after stop, SIGTERM kills the process as
+// before and removes nothing.
 //
 // "reader gone" is how a CI run stops the end-to-end suites: SIGTERM to
 // the whole process group, so go test, which reads the test binary's
-// output through a pipe, dies first; the closers must still run. Before
-// outliveOutputReader the child's first write to stderr killed it with
+// output through a pipe, dies first; the steps must still run. Before
+// OutliveOutputReader the child's first write to stderr killed it with
 // SIGPIPE, and a stopped run left the real node's shims, mounts and veths.
-func TestCloseOnSignal(t *testing.T) {
+// "a test's steps" is ForTest, which the node's package tests use.
+func TestOnSignal(t *testing.T) {
 	if marker := os.Getenv(envSignalChild); marker != "" {
-		signalChild(marker, os.Getenv(envSignalChild+"_STOP") != "")
+		signalChild(t, marker, os.Getenv(envSignalChild+"_MODE"))
 		return
 	}
 	for _, tc := range []struct {
-		name       string
-		stop       bool
+		name, mode string
 		readerGone bool
 		wantClosed bool
 	}{
-		{"watching", false, false, true},
-		{"reader gone", false, true, true},
-		{"stopped", true, false, false},
+		{"watching", "watch", false, true},
+		{"reader gone", "watch", true, true},
+		{"a test's steps", "test", false, true},
+		{"a test's steps, reader gone", "test", true, true},
+		{"stopped", "stopped", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			marker := filepath.Join(t.TempDir(), "closed")
-			cmd := exec.Command(os.Args[0], "-test.run", "^TestCloseOnSignal$")
-			cmd.Env = append(os.Environ(), envSignalChild+"="+marker)
-			if tc.stop {
-				cmd.Env = append(cmd.Env, envSignalChild+"_STOP=1")
-			}
+			cmd := exec.Command(os.Args[0], "-test.run", "^TestOnSignal$")
+			cmd.Env = append(os.Environ(), envSignalChild+"="+marker, envSignalChild+"_MODE="+tc.mode)
 			// The child's stdout and stderr are one pipe, as go test
 			// gives a test binary.
 			out, w, err := os.Pipe()
@@ -79,7 +77,7 @@ func TestCloseOnSignal(t *testing.T) {
 			_, statErr := os.Stat(marker)
 			closed := statErr == nil
 			if closed != tc.wantClosed {
-				t.Fatalf("closers ran: %v, want %v (exit %v)", closed, tc.wantClosed, ws)
+				t.Fatalf("steps ran: %v, want %v (exit %v)", closed, tc.wantClosed, ws)
 			}
 			if tc.wantClosed && (ws.Signaled() || ws.ExitStatus() != 1) {
 				t.Fatalf("child exit %v, want status 1 after closing", ws)
@@ -93,15 +91,19 @@ func TestCloseOnSignal(t *testing.T) {
 
 // signalChild is the watched process: it says ready, then waits for the
 // parent's SIGTERM (exit 3 if none comes).
-func signalChild(marker string, stopFirst bool) {
-	s := &Stack{}
-	s.closers = append(s.closers, func() {
+func signalChild(t *testing.T, marker, mode string) {
+	remove := func() error {
 		_, _ = os.Stderr.WriteString("closing\n")
-		_ = os.WriteFile(marker, []byte("closed"), 0o600)
-	})
-	stop := s.CloseOnSignal()
-	if stopFirst {
-		stop()
+		return os.WriteFile(marker, []byte("closed"), 0o600)
+	}
+	switch mode {
+	case "test":
+		ForTest(t).Add(remove)
+	default:
+		stop := OnSignal(func() { _ = remove() })
+		if mode == "stopped" {
+			stop()
+		}
 	}
 	_, _ = os.Stdout.WriteString("ready\n")
 	time.Sleep(30 * time.Second)
