@@ -346,10 +346,7 @@ func benchRematch(b *testing.B, dir string, pkgs int, shared float64, o Options)
 	// comes: a pass holds the few it is matching (it GETs each BOM), and
 	// 1,000 inflated ~100 KB reports held for the whole run would be
 	// ~100 MB of live heap the collector marks under the memory limit.
-	boms := make([][]byte, b.N)
-	for i := range boms {
-		boms[i] = gzipped(b, fleetSBOM(b, i, pkgs, shared))
-	}
+	boms := storedReports(b, dir, pkgs, shared)
 	resetHWM()
 
 	var next, findings atomic.Int64
@@ -394,6 +391,39 @@ func benchRematch(b *testing.B, dir string, pkgs int, shared float64, o Options)
 		b.ReportMetric(float64(st.Hits)/float64(st.Hits+st.Misses), "memo-hit-ratio")
 		b.ReportMetric(float64(st.Bytes)/(1<<20), "memo-MiB")
 	}
+}
+
+// storedReports are the b.N reports a pass GETs, gzip-compressed: what
+// results-api stores for each fleet SBOM, Grype's output for it with its
+// findings (60-70 % of a real report's bytes), matched once here against
+// the same DB by a Matcher of their own (so the measured one starts cold).
+// Until stop 55 the bench matched the bare SBOMs, which no pass sees.
+func storedReports(b *testing.B, dir string, pkgs int, shared float64) [][]byte {
+	src, err := Open(dir, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer src.Close()
+	boms := make([][]byte, b.N)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < b.N; i = int(next.Add(1) - 1) {
+				out, _, err := src.Match(context.Background(), fleetSBOM(b, i, pkgs, shared))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				boms[i] = gzipped(b, out)
+			}
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+	return boms
 }
 
 // gzipped is data gzip-compressed (fastest), gunzipped the reverse.
@@ -446,4 +476,31 @@ func vmHWM(b *testing.B) int64 {
 		}
 	}
 	return 0
+}
+
+// BenchmarkMatchReport re-matches each real fixture as results-api stores
+// it (Grype's report, findings included) against the fixtures' DB, memo on
+// and match cache off (Grype's matchers run every time): the cost of a
+// re-match by report size, and the bytes Syft's decoders read per stored
+// byte (its format detection reads the document several times).
+func BenchmarkMatchReport(b *testing.B) {
+	m, err := Open(writeDB(b, advisory.All(0), fixtureBuilt), Options{CacheBytes: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	for _, f := range fixtures(b) {
+		bom := fixtureBOM(b, f.Name)
+		b.Run(f.Name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(bom)))
+			parsed0 := work.bomBytesParsed.Load()
+			for b.Loop() {
+				if _, _, err := m.Match(context.Background(), bom); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(work.bomBytesParsed.Load()-parsed0)/float64(b.N)/float64(len(bom)), "parsed-bytes/stored-byte")
+		})
+	}
 }

@@ -230,8 +230,8 @@ func (m *Matcher) Match(ctx context.Context, bom []byte) ([]byte, []Finding, err
 }
 
 // MatchOutput is Match without the encoding. bom is parsed once, by
-// Grype's SBOM provider; the check that it is CycloneDX reads its first
-// members only.
+// Grype's SBOM provider, without its findings (sbomPart); the check that
+// it is CycloneDX reads its first members only.
 func (m *Matcher) MatchOutput(ctx context.Context, bom []byte) (*Output, error) {
 	if err := checkCycloneDX(bom); err != nil {
 		return nil, err
@@ -243,7 +243,9 @@ func (m *Matcher) MatchOutput(ctx context.Context, bom []byte) (*Output, error) 
 	}
 	defer func() { <-m.sem }()
 
-	packages, pkgContext, s, err := pkg.ProvideFromReader(parsedReader{bytes.NewReader(bom)}, m.cfg.provider)
+	// A stored report's findings are most of its bytes, and Grype's
+	// provider would decode them only to drop them.
+	packages, pkgContext, s, err := pkg.ProvideFromReader(parsedReader{bytes.NewReader(sbomPart(bom))}, m.cfg.provider)
 	if err != nil {
 		return nil, fmt.Errorf("decode SBOM: %w", err)
 	}
