@@ -356,7 +356,8 @@ func (s *Stack) Close() { s.closeOnce.Do(s.close) }
 // SIGINT arrives, so that a test run stopped from outside (.ci/run ending
 // early while the end-to-end suites run beside make test) still removes
 // the node's containers, mounts and network links instead of leaving them
-// to the next stack's sweep. stop ends the watch; call it before Close.
+// to the next stack's sweep. stop ends the watch; call it after Close, so
+// that a signal while the stack closes waits for that close.
 func (s *Stack) CloseOnSignal() (stop func()) { return teardown.OnSignal(s.Close) }
 
 func (s *Stack) close() {

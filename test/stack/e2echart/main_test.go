@@ -60,7 +60,10 @@ func run(m *testing.M) int {
 	stopStart()
 	stop := s.CloseOnSignal()
 	code := m.Run()
-	stop()
+	// Closed before the watch ends: a SIGTERM while the stack closes
+	// waits for that close (it runs once) instead of killing the binary
+	// with the node half torn down.
 	s.Close()
+	stop()
 	return code
 }

@@ -8,7 +8,10 @@ import (
 )
 
 // OnSignal runs closeAll and exits with status 1 when SIGTERM or SIGINT
-// arrives; stop ends the watch (call it before closing in the normal way).
+// arrives; stop ends the watch. Call stop after closing in the normal way,
+// and make closeAll wait for a close already running (sync.Once does): a
+// signal during that close then waits for it rather than killing the
+// process halfway.
 // From the first call on, the process also outlives the reader of its
 // output (OutliveOutputReader).
 func OnSignal(closeAll func()) (stop func()) {

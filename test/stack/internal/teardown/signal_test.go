@@ -39,6 +39,10 @@ func TestOnSignal(t *testing.T) {
 		{"a test's steps", "test", false, true},
 		{"a test's steps, reader gone", "test", true, true},
 		{"stopped", "stopped", false, false},
+		// The SIGTERM comes while the test's own teardown runs (its
+		// step takes a moment after saying "closing"): the step must
+		// finish, not be cut off by the signal's default action.
+		{"while the steps run", "ending", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			marker := filepath.Join(t.TempDir(), "closed")
@@ -57,10 +61,17 @@ func TestOnSignal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			line, err := bufio.NewReader(out).ReadString('\n')
+			rd := bufio.NewReader(out)
+			line, err := rd.ReadString('\n')
 			if err != nil || line != "ready\n" {
 				_ = cmd.Process.Kill()
 				t.Fatalf("child said %q, %v", line, err)
+			}
+			if tc.mode == "ending" {
+				if line, err := rd.ReadString('\n'); err != nil || line != "closing\n" {
+					_ = cmd.Process.Kill()
+					t.Fatalf("child said %q, %v; want it closing", line, err)
+				}
 			}
 			if tc.readerGone {
 				_ = out.Close()
@@ -97,6 +108,14 @@ func signalChild(t *testing.T, marker, mode string) {
 		return os.WriteFile(marker, []byte("closed"), 0o600)
 	}
 	switch mode {
+	case "ending":
+		ForTest(t).Add(func() error {
+			_, _ = os.Stderr.WriteString("closing\n")
+			time.Sleep(time.Second) // the parent's SIGTERM comes now
+			return os.WriteFile(marker, []byte("closed"), 0o600)
+		})
+		_, _ = os.Stdout.WriteString("ready\n")
+		return // the test ends: its cleanup runs the step
 	case "test":
 		ForTest(t).Add(remove)
 	default:

@@ -74,8 +74,11 @@ func ForTest(t testing.TB) *Steps {
 	s := &Steps{}
 	stop := OnSignal(func() { _ = s.Run() })
 	t.Cleanup(func() {
+		// The watch ends after the steps: a SIGTERM while they run waits
+		// for them (each runs once) instead of killing the binary halfway.
+		err := s.Run()
 		stop()
-		if err := s.Run(); err != nil {
+		if err != nil {
 			t.Errorf("teardown: %v", err)
 		}
 	})
