@@ -26,9 +26,10 @@ import (
 // network, containerd and a real kubelet; runs a restricted-PSS Pod with a
 // projected token; reads its logs through the API server (which dials the
 // kubelet with its client certificate); then stops everything and lists
-// what is left: no containerd, shim or kubelet process, no mount under the
-// node's directory, no bridge, no veth, no network namespace file, no
-// cached CNI result (Stop names any it had to remove).
+// what is left: no containerd, shim or kubelet process, no process or
+// cgroup of the Pod's containers, no mount under the node's directory, no
+// bridge, no veth, no network namespace file, no cached CNI result (Stop
+// names any it had to remove).
 func TestNodeRunsAPodAndLeavesNothing(t *testing.T) {
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
@@ -144,11 +145,22 @@ func TestNodeRunsAPodAndLeavesNothing(t *testing.T) {
 		waitForTheStop(state, nodeDir, netw)
 	}
 
+	containers := containerIDs(nodeDir)
+	if len(containers) == 0 {
+		t.Error("no container in the node's task directory while a Pod runs: the check below could not see one")
+	}
 	if err := stopNode(); err != nil {
 		t.Errorf("stop node: %v", err)
 	}
 	if err := closeNet(); err != nil {
 		t.Errorf("close network: %v", err)
+	}
+	procs, cgroups := containersLeft(containers)
+	for _, p := range procs {
+		t.Errorf("left behind: container process %d", p)
+	}
+	for _, c := range cgroups {
+		t.Errorf("left behind: cgroup %s", c)
 	}
 	if node.OthersRunning() {
 		// Another stack's node (make e2e runs this package beside the

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,12 +30,14 @@ const stopLine = "stop me: "
 // a CI run stops the suites: SIGTERM to the whole process group while a
 // real node runs a Pod, the reader of the binary's output (go test) gone
 // first. Then it counts what is left on the host: the node's processes
-// and shims, mounts, bridge, veths, cached CNI results and the test's state
-// directory. Before the node's tests took their teardown from
-// teardown.ForTest (deferred stops only, which no signal runs) the stop
-// left the Pod's shim and containers, the kubelet's volume mounts, the
-// bridge and its veth, and the CNI results; this test removes such
-// leftovers itself after reporting them.
+// and shims, its containers' processes and cgroups, mounts, bridge, veths,
+// cached CNI results and the test's state directory. Before the node's
+// tests took their teardown from teardown.ForTest (deferred stops only,
+// which no signal runs) the stop left the Pod's shim and its containers
+// running (reparented to init, holding the Pod's network namespace and so
+// its veth), their cgroups, the kubelet's volume mounts, the bridge and
+// the CNI results; this test removes such leftovers itself after reporting
+// them.
 func TestStoppedMidTestLeavesNothing(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: run through make, which builds bin/k8s")
@@ -84,6 +87,13 @@ func TestStoppedMidTestLeavesNothing(t *testing.T) {
 		err := <-exited
 		t.Fatalf("the child ended (%v) before its Pod ran:\n%s", err, log.String())
 	}
+	// The containers the node runs now: their processes and cgroups
+	// must be gone too (a shim killed without its containers leaves
+	// them running, reparented, holding the Pod's network namespace).
+	containers := containerIDs(nodeDir)
+	if len(containers) == 0 {
+		t.Error("no container runs on the node: the check below could not see one")
+	}
 	_ = out.Close() // go test is gone first
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -106,6 +116,13 @@ func TestStoppedMidTestLeavesNothing(t *testing.T) {
 	if _, err := os.Stat(state); err == nil {
 		left = append(left, "path "+state)
 	}
+	procs, cgroups := containersLeft(containers)
+	for _, p := range procs {
+		left = append(left, fmt.Sprintf("container process %d", p))
+	}
+	for _, c := range cgroups {
+		left = append(left, "cgroup "+c)
+	}
 	if results, _ := netw.Sweep(); len(results) > 0 {
 		left = append(left, fmt.Sprintf("CNI results %v", results))
 	}
@@ -113,8 +130,54 @@ func TestStoppedMidTestLeavesNothing(t *testing.T) {
 		t.Errorf("left behind: %s", l)
 	}
 	if len(left) > 0 {
-		reap(t, state, nodeDir, netw)
+		reap(t, state, nodeDir, netw, containers)
 	}
+}
+
+// taskDir is where the node's containerd keeps a directory per running
+// task (container), named by its id.
+func taskDir(nodeDir string) string {
+	return filepath.Join(nodeDir, "containerd", "state", "io.containerd.runtime.v2.task", "k8s.io")
+}
+
+func containerIDs(nodeDir string) []string {
+	entries, _ := os.ReadDir(taskDir(nodeDir))
+	var ids []string
+	for _, e := range entries {
+		ids = append(ids, e.Name())
+	}
+	return ids
+}
+
+// containersLeft lists the processes still in the cgroups of containers
+// ids (runc names each container's cgroup k8s.io/<id> here) and those
+// cgroups' directories.
+func containersLeft(ids []string) (procs []int, cgroups []string) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cgroup")
+		if err != nil {
+			continue
+		}
+		for _, id := range ids {
+			if strings.Contains(string(b), "/k8s.io/"+id+"\n") {
+				procs = append(procs, pid)
+				break
+			}
+		}
+	}
+	for _, id := range ids {
+		dirs, _ := filepath.Glob("/sys/fs/cgroup/*/k8s.io/" + id)
+		cgroups = append(cgroups, dirs...)
+	}
+	return procs, cgroups
 }
 
 // waitForTheStop is the child's side: it tells the parent what it runs,
@@ -149,10 +212,15 @@ func parseStopLine(s string) (state, nodeDir string, netw *node.Network, err err
 // on it): every process whose command line names its state directory
 // (the shims, and what they run), the mounts under the node's directory,
 // the bridge, and the state directory.
-func reap(t *testing.T, state, nodeDir string, netw *node.Network) {
-	// SIGKILL until none is left (bounded: a shim exits at once).
+func reap(t *testing.T, state, nodeDir string, netw *node.Network, containers []string) {
+	// SIGKILL until none is left (bounded: a shim exits at once), the
+	// containers' processes with them.
 	for range 50 {
-		killed := 0
+		procs, _ := containersLeft(containers)
+		for _, pid := range procs {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		killed := len(procs)
 		entries, _ := os.ReadDir("/proc")
 		for _, e := range entries {
 			pid, err := strconv.Atoi(e.Name())
@@ -173,6 +241,12 @@ func reap(t *testing.T, state, nodeDir string, netw *node.Network) {
 	for i := len(mps) - 1; i >= 0; i-- {
 		if err := syscall.Unmount(mps[i], syscall.MNT_DETACH); err != nil {
 			t.Logf("reap: unmount %s: %v", mps[i], err)
+		}
+	}
+	_, cgroups := containersLeft(containers)
+	for _, c := range cgroups {
+		if err := os.Remove(c); err != nil {
+			t.Logf("reap: %v", err)
 		}
 	}
 	if err := exec.Command("ip", "link", "del", netw.Bridge).Run(); err != nil {
