@@ -52,10 +52,8 @@ func SetupNetwork() (*Network, error) {
 			_ = f.Close()
 			continue
 		}
-		n := &Network{Index: i, Bridge: "crowsnest" + strconv.Itoa(i), lock: f,
-			Gateway:     net.IPv4(10, 213, byte(i), 1).To4(),
-			Subnet:      &net.IPNet{IP: net.IPv4(10, 213, byte(i), 0).To4(), Mask: net.CIDRMask(24, 32)},
-			ServiceCIDR: &net.IPNet{IP: net.IPv4(10, 213, byte(128+i), 0).To4(), Mask: net.CIDRMask(24, 32)}}
+		n := NetworkAt(i)
+		n.lock = f
 		if _, err := n.Sweep(); err != nil {
 			_ = n.Close()
 			return nil, err
@@ -67,6 +65,16 @@ func SetupNetwork() (*Network, error) {
 		return n, nil
 	}
 	return nil, fmt.Errorf("no free node network: %d stacks with a real node already run here", maxNetworks)
+}
+
+// NetworkAt is network index i's names and addresses (what SetupNetwork
+// takes, without its lock or its bridge): for a check of what a stack on
+// index i left behind.
+func NetworkAt(i int) *Network {
+	return &Network{Index: i, Bridge: "crowsnest" + strconv.Itoa(i),
+		Gateway:     net.IPv4(10, 213, byte(i), 1).To4(),
+		Subnet:      &net.IPNet{IP: net.IPv4(10, 213, byte(i), 0).To4(), Mask: net.CIDRMask(24, 32)},
+		ServiceCIDR: &net.IPNet{IP: net.IPv4(10, 213, byte(128+i), 0).To4(), Mask: net.CIDRMask(24, 32)}}
 }
 
 func (n *Network) create() error {

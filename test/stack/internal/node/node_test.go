@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -240,18 +241,20 @@ func Leftovers(t *testing.T, nodeDir, bridge string, hostPaths []string, cidrs .
 
 func pidsOf(t *testing.T, comm string) []int {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
+	return processesWhose("comm", func(c string) bool { return strings.TrimSpace(c) == comm[:min(len(comm), 15)] })
+}
+
+// processesWhose lists the processes whose /proc/PID/file (comm, cmdline,
+// cgroup) match says yes to.
+func processesWhose(file string, match func(string) bool) []int {
+	entries, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, e := range entries {
-		var pid int
-		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err == nil && strings.TrimSpace(string(b)) == comm[:min(len(comm), 15)] {
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), file)); err == nil && match(string(b)) {
 			pids = append(pids, pid)
 		}
 	}

@@ -4,10 +4,10 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -156,23 +156,9 @@ func containersLeft(ids []string) (procs []int, cgroups []string) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cgroup")
-		if err != nil {
-			continue
-		}
-		for _, id := range ids {
-			if strings.Contains(string(b), "/k8s.io/"+id+"\n") {
-				procs = append(procs, pid)
-				break
-			}
-		}
-	}
+	procs = processesWhose("cgroup", func(cgroup string) bool {
+		return slices.ContainsFunc(ids, func(id string) bool { return strings.Contains(cgroup, "/k8s.io/"+id+"\n") })
+	})
 	for _, id := range ids {
 		dirs, _ := filepath.Glob("/sys/fs/cgroup/*/k8s.io/" + id)
 		cgroups = append(cgroups, dirs...)
@@ -201,11 +187,7 @@ func parseStopLine(s string) (state, nodeDir string, netw *node.Network, err err
 	if i < 0 || i > 127 {
 		return "", "", nil, fmt.Errorf("stop line %q: network index %d out of range", s, i)
 	}
-	// The same addresses node.SetupNetwork gives index i.
-	netw = &node.Network{Index: i, Bridge: "crowsnest" + f[2],
-		Subnet:      &net.IPNet{IP: net.IPv4(10, 213, byte(i), 0).To4(), Mask: net.CIDRMask(24, 32)},
-		ServiceCIDR: &net.IPNet{IP: net.IPv4(10, 213, byte(128+i), 0).To4(), Mask: net.CIDRMask(24, 32)}}
-	return f[0], f[1], netw, nil
+	return f[0], f[1], node.NetworkAt(i), nil
 }
 
 // reap removes what a stopped child left (only after the test has failed
@@ -220,19 +202,11 @@ func reap(t *testing.T, state, nodeDir string, netw *node.Network, containers []
 		for _, pid := range procs {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		killed := len(procs)
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.Contains(string(b), state) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				killed++
-			}
+		named := processesWhose("cmdline", func(cmdline string) bool { return strings.Contains(cmdline, state) })
+		for _, pid := range named {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		if killed == 0 {
+		if len(procs)+len(named) == 0 {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
