@@ -58,7 +58,7 @@ func Start(opts ...Option) (*rest.Config, func() error, error) {
 	for _, opt := range opts {
 		opt(env)
 	}
-	removeAssets, err := DieWithParent(env, dir)
+	removeAssets, err := DieWithParent(env, dir, "")
 	if err != nil {
 		return nil, nil, err
 	}

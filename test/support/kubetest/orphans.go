@@ -18,13 +18,16 @@ import (
 // `setpriv --pdeathsig KILL`: the signal survives exec, and the script
 // becomes the real process, so envtest stops it as before. The paths are set
 // on env's control plane, which wins over KUBEBUILDER_ASSETS. Without
-// setpriv env is left as it is.
-func DieWithParent(env *envtest.Environment, dir string) (func(), error) {
+// setpriv env is left as it is. The scripts go into a new directory under
+// parent (the temp dir when empty): a caller with a state directory of its
+// own keeps them there, so a process killed before it could remove them
+// leaves them only where the rest of its state is.
+func DieWithParent(env *envtest.Environment, dir, parent string) (func(), error) {
 	setpriv, err := exec.LookPath("setpriv")
 	if err != nil {
 		return func() {}, nil
 	}
-	wrapped, err := os.MkdirTemp("", "crowsnest-kube-assets-")
+	wrapped, err := os.MkdirTemp(parent, "crowsnest-kube-assets-")
 	if err != nil {
 		return nil, err
 	}

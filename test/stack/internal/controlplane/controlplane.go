@@ -115,7 +115,7 @@ func Start(ctx context.Context, o Options) (_ *ControlPlane, err error) {
 	}
 	// etcd and kube-apiserver die with this process, even one killed by
 	// `go test -timeout` before it could stop them.
-	removeAssets, err := kubetest.DieWithParent(env, o.AssetsDir)
+	removeAssets, err := kubetest.DieWithParent(env, o.AssetsDir, o.StateDir)
 	if err != nil {
 		return nil, err
 	}
