@@ -17,8 +17,8 @@ GO_TEST_FLAGS ?= -count=1 -race -timeout=20m
 # Two compilations of the dependency trees, not four: tests (and the metrics
 # reference, make generate) build with -race; everything else — binaries,
 # images, the lint's type information, binaries tests build, the benchmark
-# smoke run and the chart's generators — with GOWORK=off CGO_ENABLED=0
-# -trimpath, so that Go's build cache shares each package between them. A
+# smoke run and the chart's generators — with GOWORK=off (the matcher:
+# its workspace file, MATCHER_WORK) CGO_ENABLED=0 -trimpath, so that Go's build cache shares each package between them. A
 # cold CI run compiles Kubernetes, Grype and the rest once per flavour and
 # per module whose go.mod selects other versions of their dependencies
 # (CROWSNEST_COUNT_COMPILES below counts it).
@@ -27,7 +27,7 @@ GO_TEST_FLAGS ?= -count=1 -race -timeout=20m
 # tracked go.mod outside testdata/); hack/verify-modules.sh (make verify)
 # fails when a go.mod is missed or misclassified. Code modules are linted,
 # tidy-checked and tested, each with GOWORK=off so that it is tested exactly
-# as it builds alone; wrapper modules hold only a tools.go of blank imports
+# as it builds alone (the matcher with MATCHER_WORK, as it builds); wrapper modules hold only a tools.go of blank imports
 # and are tidy-checked (their dependency set is the cache key of the tool
 # binaries), not linted.
 comma := ,
@@ -88,12 +88,12 @@ ldflags_kubectl-plugin := $(PLUGIN_LDFLAGS)
 
 .PHONY: $(addprefix build-,$(GO_BINARIES))
 $(addprefix build-,$(GO_BINARIES)): build-%:
-	cd $(word 1,$(bin_$*)) && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags="$(or $(ldflags_$*),$(GO_LDFLAGS))" -o $(BIN)/$(word 3,$(bin_$*)) $(word 2,$(bin_$*))
+	cd $(word 1,$(bin_$*)) && GOWORK=$(call gowork,$(word 1,$(bin_$*))) CGO_ENABLED=0 go build -trimpath -ldflags="$(or $(ldflags_$*),$(GO_LDFLAGS))" -o $(BIN)/$(word 3,$(bin_$*)) $(word 2,$(bin_$*))
 
 build-operator: ## Build bin/operator.
 build-results-api: ## Build bin/results-api (embeds the web UI when web/dist exists).
 build-uploader: ## Build bin/uploader.
-build-matcher: ## Build bin/matcher (its own module, outside go.work: Grype's dependency tree stays there).
+build-matcher: matcher-patched ## Build bin/matcher (its own module, outside go.work: Grype's dependency tree stays there; Grype and Syft with matcher/third_party/patches).
 build-notifier: ## Build bin/notifier (its own module, like the matcher).
 build-kubectl-plugin: ## Build bin/kubectl-crowsnest (put it on PATH: kubectl crowsnest …).
 
@@ -125,6 +125,21 @@ build-nats: ## Build bin/nats-server from github.com/nats-io/nats-server/v2 at N
 	@dir=$$(cd / && GOWORK=off GOFLAGS=-mod=mod go mod download -json github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && \
 	  test -n "$$dir" && rm -f $(BIN)/nats-server && mkdir -p $(BIN) && \
 	  cd "$$dir" && GOWORK=off CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags="-s -w" -o $(BIN)/nats-server .
+
+# The matcher builds against Grype and Syft with the small patches in
+# matcher/third_party/patches (PATCH.md there: memos of parses Grype repeats
+# for every package, results unchanged), through the workspace file
+# hack/patched-modules.sh writes: go.mod names upstream's versions, and a
+# build with GOWORK=off compiles upstream's code, which gives the same
+# output more slowly. gowork DIR is the GOWORK for a module folder (a shell
+# word, so that recipes looping over folders can use it): the workspace
+# file for the matcher, off for every other module.
+MATCHER_WORK := $(ROOT)/dist/patched/matcher.work
+gowork = $$(case $(1) in matcher) echo $(MATCHER_WORK) ;; *) echo off ;; esac)
+
+.PHONY: matcher-patched
+matcher-patched: ## Write dist/patched/matcher.work: the matcher's module against Grype and Syft with matcher/third_party/patches applied (hack/patched-modules.sh).
+	hack/patched-modules.sh matcher matcher/third_party/patches dist/patched >/dev/null
 
 ##@ Test
 
@@ -159,7 +174,7 @@ GOTESTSUM_FORMAT ?= pkgname
 # gotest NAME,MODULE,ENV,ARGS[,DIR]: go test ARGS in MODULE (GOWORK=off: each
 # module tested as it builds alone), its JSON in DIR/NAME.json (DIR:
 # dist/test-json unless given).
-gotest = mkdir -p $(or $(5),$(TEST_JSON)) && cd $(2) && GOWORK=off $(3) gotestsum --jsonfile $(or $(5),$(TEST_JSON))/$(1).json --format $(GOTESTSUM_FORMAT) $(GOTESTSUM_FLAGS) -- $(4)
+gotest = mkdir -p $(or $(5),$(TEST_JSON)) && cd $(2) && GOWORK=$(call gowork,$(2)) $(3) gotestsum --jsonfile $(or $(5),$(TEST_JSON))/$(1).json --format $(GOTESTSUM_FORMAT) $(GOTESTSUM_FLAGS) -- $(4)
 
 # timed: put first on a recipe line to record the line's wall time, exit
 # status and CPU time as "TARGET SECONDS STATUS CPU_SECONDS" in
@@ -185,7 +200,7 @@ suite_support := test/support
 suite_operator := operator
 suite_results-api := results-api
 suite_matcher := matcher matcher/third_party/go-sqlite matcher/third_party/go-apk-version
-suite_env_matcher := CROWSNEST_GRYPE_BIN=$(BIN)/grype
+suite_env_matcher := CROWSNEST_GRYPE_BIN=$(BIN)/grype CROWSNEST_GRYPE_PATCHES=$(ROOT)/matcher/third_party/patches
 suite_notifier := notifier
 suite_kubectl-plugin := kubectl-crowsnest kubectl-crowsnest/e2e
 suite_chart := test/chart
@@ -218,14 +233,17 @@ test-results-api: kube-assets pg-install tool-grype ## results-api tests on a re
 # of the suite, the concurrent matches and passes among it, with it.
 MATCHER_EXACTNESS := ^(TestMatchMemoSameOutput|TestSkipProperty|TestMatchCacheBounded|TestFootprintSameFromMemory|TestMemoStatements)$$
 test-matcher: GO_TEST_FLAGS := -count=1 -race -timeout=20m -skip '$(MATCHER_EXACTNESS)'
-test-matcher: test-matcher-exactness
+test-matcher: test-matcher-exactness test-matcher-patches
+.PHONY: test-matcher-patches
+test-matcher-patches: tool-gotestsum matcher-patched ## The packages matcher/third_party/patches changes in Grype and Syft: upstream's own tests and the patches', against the patched copies, with the race detector.
+	$(timed) $(call gotest,matcher-patches,matcher,,-count=1 -race -timeout=10m $$(../hack/patched-modules.sh --packages third_party/patches))
 .PHONY: test-matcher-exactness
 # Built with the binaries' flags (CGO_ENABLED=0 -trimpath), so that Grype's
 # tree compiles for them as for bin/matcher and lint-matcher, not in a third
 # flavour of its own (the -race suite is the second).
-test-matcher-exactness: pg-install tool-grype tool-gotestsum ## The matcher's single-goroutine exactness tests, without the race detector (make test-matcher runs them first).
+test-matcher-exactness: pg-install tool-grype tool-gotestsum matcher-patched ## The matcher's single-goroutine exactness tests, without the race detector (make test-matcher runs them first).
 	$(timed) $(call gotest,matcher-exactness,matcher,$(suite_env_matcher) CGO_ENABLED=0 GOFLAGS="$${GOFLAGS:-} -trimpath",-count=1 -timeout=20m -run '$(MATCHER_EXACTNESS)' ./internal/rematch/)
-test-matcher: pg-install tool-grype ## matcher tests: real Grype library on DBs written with Grype's writer, Grype's own DB client, a real results-api, byte for byte against the Grype CLI (bin/grype).
+test-matcher: pg-install tool-grype matcher-patched ## matcher tests: real Grype library on DBs written with Grype's writer, Grype's own DB client, a real results-api, byte for byte against the Grype CLI (bin/grype).
 test-notifier: ## notifier tests: real JetStream with the contract's users, real HTTP receivers, a real Alertmanager built from its module, a SIGKILLed child notifier.
 test-kubectl-plugin: kube-assets pg-install ## kubectl-crowsnest: unit tests and krew manifest, then every command against a real kube-apiserver and results-api (Postgres, JetStream).
 test-chart: kube-assets tool-helm ## Lint, render and server-side dry-run the Helm chart.
@@ -260,7 +278,7 @@ BENCH_PKGS = $(shell hack/modules.sh packages '^func Benchmark')
 # package and the target).
 bench-smoke: GOTESTSUM_FORMAT := standard-verbose
 bench-smoke: GOTESTSUM_FLAGS := --hide-summary=failed
-bench-smoke: kube-assets pg-install tool-gotestsum ## Run every Go benchmark once (-benchtime 1x): correctness checks only, no numbers.
+bench-smoke: kube-assets pg-install tool-gotestsum matcher-patched ## Run every Go benchmark once (-benchtime 1x): correctness checks only, no numbers.
 	$(timed) for spec in $(BENCH_PKGS); do m=$${spec%%:*}; pkgs=$${spec#*:}; \
 	  ($(call gotest,bench-$${m//\//-},$$m,CGO_ENABLED=0 CROWSNEST_BENCH_SMOKE=1,-trimpath -count=1 -timeout=20m -run '^$$' -bench . -benchtime 1x $${pkgs//$(comma)/ },$(BENCH_JSON))) || exit 1; done
 
@@ -340,10 +358,11 @@ $(foreach m,$(GO_MODULES),$(eval lint_dir_$(call module_name,$(m)) := $(m)))
 export GOLANGCI_LINT_CACHE ?= $(CROWSNEST_CACHE)/golangci-lint
 
 .PHONY: lint $(LINT_TARGETS)
+lint-matcher: matcher-patched
 lint: $(LINT_TARGETS) ## Lint every Go module with the shared config (lint-NAME: one module, make help lists them).
 
 $(LINT_TARGETS): lint-%: tool-golangci-lint
-	$(timed) cd $(lint_dir_$*) && echo "lint $(lint_dir_$*)" && GOWORK=off CGO_ENABLED=0 GOFLAGS="$${GOFLAGS:-} -trimpath" golangci-lint run --allow-parallel-runners --config $(ROOT)/.golangci.yml ./...
+	$(timed) cd $(lint_dir_$*) && echo "lint $(lint_dir_$*)" && GOWORK=$(call gowork,$(lint_dir_$*)) CGO_ENABLED=0 GOFLAGS="$${GOFLAGS:-} -trimpath" golangci-lint run --allow-parallel-runners --config $(ROOT)/.golangci.yml ./...
 
 .PHONY: lint-openapi
 lint-openapi: web-deps ## Lint results-api's OpenAPI document with Redocly CLI's recommended rules (any error fails).
@@ -388,8 +407,8 @@ METRICS_REFERENCE_REGEX := ^func TestMetricsReference[(]
 METRICS_REFERENCE_PKGS = $(shell hack/modules.sh packages '$(METRICS_REFERENCE_REGEX)')
 
 .PHONY: generate-metrics
-generate-metrics: ## Rewrite docs/metrics/<component>.md from each component's real metric registry (the chart tests check alerts and dashboards against them).
-	for spec in $(METRICS_REFERENCE_PKGS); do m=$${spec%%:*}; pkgs=$${spec#*:}; (cd $$m && GOWORK=off UPDATE_METRICS_REFERENCE=1 go test -count=1 -race -run '^TestMetricsReference$$' $${pkgs//$(comma)/ }); done
+generate-metrics: matcher-patched ## Rewrite docs/metrics/<component>.md from each component's real metric registry (the chart tests check alerts and dashboards against them).
+	for spec in $(METRICS_REFERENCE_PKGS); do m=$${spec%%:*}; pkgs=$${spec#*:}; (cd $$m && GOWORK=$(call gowork,$$m) UPDATE_METRICS_REFERENCE=1 go test -count=1 -race -run '^TestMetricsReference$$' $${pkgs//$(comma)/ }); done
 
 .PHONY: fixtures
 fixtures: ## Regenerate results-api/testdata/grype: real Grype output from offline images and a tiny v6 DB.

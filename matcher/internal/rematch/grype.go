@@ -46,18 +46,30 @@ const grypeVersion = "0.121.2"
 // identification names the tool in the report the way the Grype CLI does
 // ("grype", version without the leading v).
 func identification() clio.Identification {
+	bi, _ := debug.ReadBuildInfo()
+	return clio.Identification{Name: "grype", Version: grypeVersionIn(bi)}
+}
+
+// grypeVersionIn reads the Grype version a binary was built with from its
+// build information (grypeVersion without any).
+func grypeVersionIn(bi *debug.BuildInfo) string {
 	v := grypeVersion
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path == grypeModule {
-				v = strings.TrimPrefix(d.Version, "v")
-				if d.Replace != nil {
-					v = strings.TrimPrefix(d.Replace.Version, "v")
-				}
-			}
+	if bi == nil {
+		return v
+	}
+	for _, d := range bi.Deps {
+		if d.Path != grypeModule {
+			continue
+		}
+		v = strings.TrimPrefix(d.Version, "v")
+		// A replacement by another version names that one; one by a folder
+		// (the patched copy of matcher/third_party/patches) has none, "(devel)"
+		// in a built binary, and is still the version it patches.
+		if d.Replace != nil && d.Replace.Version != "" && d.Replace.Version != "(devel)" {
+			v = strings.TrimPrefix(d.Replace.Version, "v")
 		}
 	}
-	return clio.Identification{Name: "grype", Version: v}
+	return v
 }
 
 // GrypeVersion is the Grype release the matcher matches with, as reports

@@ -1,0 +1,56 @@
+package rematch
+
+import (
+	"os"
+	"runtime/debug"
+	"testing"
+
+	"github.com/anchore/grype/grype/version"
+	"github.com/anchore/syft/syft/cpe"
+)
+
+// TestBuiltWithThePatches checks that make's builds of the matcher compile
+// Grype and Syft as matcher/third_party/patches changes them: a parse the
+// patches keep costs no allocation the second time. make sets
+// CROWSNEST_GRYPE_PATCHES; a plain go test (GOWORK=off) builds upstream's
+// code, whose output the patches leave unchanged, and is not checked.
+func TestBuiltWithThePatches(t *testing.T) {
+	if os.Getenv("CROWSNEST_GRYPE_PATCHES") == "" {
+		t.Skip("CROWSNEST_GRYPE_PATCHES is not set (make test-matcher sets it): not checking which Grype this build compiled")
+	}
+	const s = "cpe:2.3:a:openssl:openssl:3.1.4:*:*:*:*:*:*:*"
+	if _, err := cpe.NewAttributes(s); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(20, func() { _, _ = cpe.NewAttributes(s) }); n != 0 {
+		t.Errorf("parsing a CPE string again allocates %.0f times: Syft's cpe package is not the patched copy (make matcher-patched; GOWORK=dist/patched/matcher.work)", n)
+	}
+	if _, err := version.GetConstraint(">= 1.0, < 2.0 || >= 3.0", version.SemanticFormat); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(20, func() { _, _ = version.GetConstraint(">= 1.0, < 2.0 || >= 3.0", version.SemanticFormat) }); n > 1 {
+		t.Errorf("parsing a constraint again allocates %.0f times: Grype's version package is not the patched copy", n)
+	}
+}
+
+// A binary built against the patched copy (a replacement by a folder, no
+// version of its own) names the Grype version it patches in its reports.
+func TestGrypeVersionOfAPatchedBuild(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		dep  *debug.Module
+		want string
+	}{
+		{"upstream", &debug.Module{Path: grypeModule, Version: "v0.121.2"}, "0.121.2"},
+		{"patched copy", &debug.Module{Path: grypeModule, Version: "v0.121.2", Replace: &debug.Module{Path: "/x/dist/patched/github.com/anchore/grype@v0.121.2", Version: "(devel)"}}, "0.121.2"},
+		{"patched copy, no version", &debug.Module{Path: grypeModule, Version: "v0.121.2", Replace: &debug.Module{Path: "/x/dist/patched/github.com/anchore/grype@v0.121.2"}}, "0.121.2"},
+		{"another version", &debug.Module{Path: grypeModule, Version: "v0.121.2", Replace: &debug.Module{Path: grypeModule, Version: "v0.122.0"}}, "0.122.0"},
+	} {
+		if got := grypeVersionIn(&debug.BuildInfo{Deps: []*debug.Module{c.dep}}); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	if got := grypeVersionIn(nil); got != grypeVersion {
+		t.Errorf("no build information: %q, want %q", got, grypeVersion)
+	}
+}
