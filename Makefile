@@ -93,7 +93,7 @@ $(addprefix build-,$(GO_BINARIES)): build-%:
 build-operator: ## Build bin/operator.
 build-results-api: ## Build bin/results-api (embeds the web UI when web/dist exists).
 build-uploader: ## Build bin/uploader.
-build-matcher: matcher-patched ## Build bin/matcher (its own module, outside go.work: Grype's dependency tree stays there; Grype and Syft with matcher/third_party/patches).
+build-matcher: matcher-patched ## Build bin/matcher (its own module, outside go.work: Grype's dependency tree stays there; Grype with matcher/third_party/patches).
 build-notifier: ## Build bin/notifier (its own module, like the matcher).
 build-kubectl-plugin: ## Build bin/kubectl-crowsnest (put it on PATH: kubectl crowsnest …).
 
@@ -126,7 +126,7 @@ build-nats: ## Build bin/nats-server from github.com/nats-io/nats-server/v2 at N
 	  test -n "$$dir" && rm -f $(BIN)/nats-server && mkdir -p $(BIN) && \
 	  cd "$$dir" && GOWORK=off CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags="-s -w" -o $(BIN)/nats-server .
 
-# The matcher builds against Grype and Syft with the small patches in
+# The matcher builds against Grype with the small patches in
 # matcher/third_party/patches (PATCH.md there: memos of parses Grype repeats
 # for every package, results unchanged), through the workspace file
 # hack/patched-modules.sh writes: go.mod names upstream's versions, and a
@@ -138,7 +138,7 @@ MATCHER_WORK := $(ROOT)/dist/patched/matcher.work
 gowork = $$(case $(1) in matcher) echo $(MATCHER_WORK) ;; *) echo off ;; esac)
 
 .PHONY: matcher-patched
-matcher-patched: ## Write dist/patched/matcher.work: the matcher's module against Grype and Syft with matcher/third_party/patches applied (hack/patched-modules.sh).
+matcher-patched: ## Write dist/patched/matcher.work: the matcher's module against Grype with matcher/third_party/patches applied (hack/patched-modules.sh).
 	hack/patched-modules.sh matcher matcher/third_party/patches dist/patched >/dev/null
 
 ##@ Test
@@ -235,8 +235,11 @@ MATCHER_EXACTNESS := ^(TestMatchMemoSameOutput|TestSkipProperty|TestMatchCacheBo
 test-matcher: GO_TEST_FLAGS := -count=1 -race -timeout=20m -skip '$(MATCHER_EXACTNESS)'
 test-matcher: test-matcher-exactness test-matcher-patches
 .PHONY: test-matcher-patches
-test-matcher-patches: tool-gotestsum matcher-patched ## The packages matcher/third_party/patches changes in Grype and Syft: upstream's own tests and the patches', against the patched copies, with the race detector.
-	$(timed) $(call gotest,matcher-patches,matcher,,-count=1 -race -timeout=10m $$(../hack/patched-modules.sh --packages third_party/patches))
+# MATCHER_PATCHES_SKIP are upstream tests of the patched packages that build
+# their image fixtures with a Docker engine, which does not run here.
+MATCHER_PATCHES_SKIP := ^(TestProviderLocationExcludes|TestSyftLocationExcludes)$$
+test-matcher-patches: tool-gotestsum matcher-patched ## The packages matcher/third_party/patches changes in Grype: upstream's own tests (but those that need a Docker engine) and the patches', against the patched copy, with the race detector.
+	$(timed) $(call gotest,matcher-patches,matcher,,-count=1 -race -timeout=10m -skip '$(MATCHER_PATCHES_SKIP)' $$(../hack/patched-modules.sh --packages third_party/patches))
 .PHONY: test-matcher-exactness
 # Built with the binaries' flags (CGO_ENABLED=0 -trimpath), so that Grype's
 # tree compiles for them as for bin/matcher and lint-matcher, not in a third
