@@ -129,17 +129,21 @@ build-nats: ## Build bin/nats-server from github.com/nats-io/nats-server/v2 at N
 # The matcher builds against Grype with the small patches in
 # matcher/third_party/patches (PATCH.md there: memos of parses Grype repeats
 # for every package, results unchanged), through the workspace file
-# hack/patched-modules.sh writes: go.mod names upstream's versions, and a
+# hack/patched-modules.sh writes (make print-matcher-work prints its path): go.mod names upstream's versions, and a
 # build with GOWORK=off compiles upstream's code, which gives the same
 # output more slowly. gowork DIR is the GOWORK for a module folder (a shell
 # word, so that recipes looping over folders can use it): the workspace
 # file for the matcher, off for every other module.
-MATCHER_WORK := $(ROOT)/dist/patched/matcher.work
+# The patched copies live in the tool cache, one per patch, shared by every
+# checkout (the race-detector builds key packages by their folder), and the
+# workspace file beside them, one per checkout.
+PATCHED_MODULES := $(CROWSNEST_CACHE)/patched-modules
+MATCHER_WORK := $(PATCHED_MODULES)/work/$(shell printf '%s' '$(ROOT)' | sha256sum | cut -c1-16)/matcher.work
 gowork = $$(case $(1) in matcher) echo $(MATCHER_WORK) ;; *) echo off ;; esac)
 
 .PHONY: matcher-patched
-matcher-patched: ## Write dist/patched/matcher.work: the matcher's module against Grype with matcher/third_party/patches applied (hack/patched-modules.sh).
-	hack/patched-modules.sh matcher matcher/third_party/patches dist/patched >/dev/null
+matcher-patched: ## Write the matcher's workspace file (MATCHER_WORK): its module against Grype with matcher/third_party/patches applied to a copy (hack/patched-modules.sh).
+	hack/patched-modules.sh matcher matcher/third_party/patches $(PATCHED_MODULES) $(MATCHER_WORK) >/dev/null
 
 ##@ Test
 
@@ -429,6 +433,10 @@ verify: ## Fail when generated files are stale, a go.mod is missed by the module
 	hack/verify-versions.sh
 	hack/module-skew.sh --check $$(hack/modules.sh code | grep -vx hack/tools/coredns)
 	git diff --exit-code -- . ':(exclude)web/package-lock.json' || { echo "generated files are stale: run make generate and commit"; exit 1; }
+
+.PHONY: print-matcher-work
+print-matcher-work: matcher-patched ## Print the matcher's workspace file (GOWORK=$$(make -s print-matcher-work) go test ./... in matcher/ builds as make does).
+	@echo $(MATCHER_WORK)
 
 .PHONY: print-test-tail
 print-test-tail: ## Print make test's last suites (TEST_TAIL), which .ci/run runs beside make test.
