@@ -132,8 +132,9 @@ func (n *Node) KillContainer(ctx context.Context, containerID string) error {
 }
 
 // Stop stops the kubelet, removes every Pod sandbox through CRI, stops
-// containerd, ends any shim that outlived it, unmounts what is mounted
-// under the node's directory and removes it. The network (bridge) is the
+// containerd, ends any shim that outlived it and any container process
+// left in the node's containers' cgroups (removing those cgroups), unmounts
+// what is mounted under the node's directory and removes it. The network (bridge) is the
 // caller's to close, after Stop.
 func (n *Node) Stop() error {
 	var errs []error
@@ -154,7 +155,10 @@ func (n *Node) Stop() error {
 		errs = append(errs, n.containerd.Stop(10*time.Second))
 		n.containerd = nil
 	}
-	errs = append(errs, killShims(n.ContainerdSocket()), unmountUnder(n.c.Dir))
+	// The shims' bundles name every container containerd created, also
+	// one whose creation was under way when the kubelet stopped: what the
+	// sandboxes' removal above did not end goes now, with its cgroups.
+	errs = append(errs, killShims(n.ContainerdSocket()), killContainers(ContainerIDs(n.c.Dir), 10*time.Second), unmountUnder(n.c.Dir))
 	// Each sandbox removed above was torn down by a CNI DEL, which drops
 	// its cached result; one still cached belongs to a sandbox containerd
 	// did not list or tear down. Its network namespace and veth are gone

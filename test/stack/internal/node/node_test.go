@@ -146,7 +146,7 @@ func TestNodeRunsAPodAndLeavesNothing(t *testing.T) {
 		waitForTheStop(state, nodeDir, netw)
 	}
 
-	containers := containerIDs(nodeDir)
+	containers := node.ContainerIDs(nodeDir)
 	if len(containers) == 0 {
 		t.Error("no container in the node's task directory while a Pod runs: the check below could not see one")
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -90,7 +88,7 @@ func TestStoppedMidTestLeavesNothing(t *testing.T) {
 	// The containers the node runs now: their processes and cgroups
 	// must be gone too (a shim killed without its containers leaves
 	// them running, reparented, holding the Pod's network namespace).
-	containers := containerIDs(nodeDir)
+	containers := node.ContainerIDs(nodeDir)
 	if len(containers) == 0 {
 		t.Error("no container runs on the node: the check below could not see one")
 	}
@@ -134,36 +132,10 @@ func TestStoppedMidTestLeavesNothing(t *testing.T) {
 	}
 }
 
-// taskDir is where the node's containerd keeps a directory per running
-// task (container), named by its id.
-func taskDir(nodeDir string) string {
-	return filepath.Join(nodeDir, "containerd", "state", "io.containerd.runtime.v2.task", "k8s.io")
-}
-
-func containerIDs(nodeDir string) []string {
-	entries, _ := os.ReadDir(taskDir(nodeDir))
-	var ids []string
-	for _, e := range entries {
-		ids = append(ids, e.Name())
-	}
-	return ids
-}
-
 // containersLeft lists the processes still in the cgroups of containers
-// ids (runc names each container's cgroup k8s.io/<id> here) and those
-// cgroups' directories.
+// ids and those cgroups' folders.
 func containersLeft(ids []string) (procs []int, cgroups []string) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	procs = processesWhose("cgroup", func(cgroup string) bool {
-		return slices.ContainsFunc(ids, func(id string) bool { return strings.Contains(cgroup, "/k8s.io/"+id+"\n") })
-	})
-	for _, id := range ids {
-		dirs, _ := filepath.Glob("/sys/fs/cgroup/*/k8s.io/" + id)
-		cgroups = append(cgroups, dirs...)
-	}
-	return procs, cgroups
+	return node.ContainerProcesses(ids), node.ContainerCgroups(ids)
 }
 
 // waitForTheStop is the child's side: it tells the parent what it runs,
