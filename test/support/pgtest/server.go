@@ -86,8 +86,13 @@ func StartServerWith(o ServerOptions) (*Server, error) {
 		}
 		s.runAs = "postgres"
 	}
-	s.dataDir, err = os.MkdirTemp("", "crowsnest-pg-")
+	sweepStale(os.TempDir(), time.Now())
+	s.dataDir, err = os.MkdirTemp("", dirPrefix)
 	if err != nil {
+		return nil, err
+	}
+	if err := writeOwner(s.dataDir); err != nil {
+		s.cleanup()
 		return nil, err
 	}
 	if err := s.chownToRunner(s.dataDir); err != nil {
