@@ -75,7 +75,11 @@ func TestServerFolderNamesItsOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Stop()
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
 	if alive, known := ownerAlive(s.dataDir); !alive || !known {
 		t.Fatalf("owner of %s: alive %v, known %v", s.dataDir, alive, known)
 	}

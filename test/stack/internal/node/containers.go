@@ -55,11 +55,21 @@ func validID(id string) bool {
 		return false
 	}
 	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+		if !idRune(r) {
 			return false
 		}
 	}
 	return true
+}
+
+// idRune tells whether r may appear in a container id: a letter, a digit,
+// '-', '_' or '.'.
+func idRune(r rune) bool {
+	switch {
+	case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		return true
+	}
+	return r == '-' || r == '_' || r == '.'
 }
 
 // ContainerProcesses lists the processes in the containers' cgroups.
