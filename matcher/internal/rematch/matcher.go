@@ -245,7 +245,7 @@ func (m *Matcher) MatchOutput(ctx context.Context, bom []byte) (*Output, error) 
 
 	// A stored report's findings are most of its bytes, and Grype's
 	// provider would decode them only to drop them.
-	packages, pkgContext, s, err := pkg.ProvideFromReader(parsedReader{bytes.NewReader(sbomPart(bom))}, m.cfg.provider)
+	packages, pkgContext, s, err := pkg.ProvideFromReader(newSBOMReader(sbomPart(bom)), m.cfg.provider)
 	if err != nil {
 		return nil, fmt.Errorf("decode SBOM: %w", err)
 	}

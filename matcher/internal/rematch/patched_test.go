@@ -2,10 +2,12 @@ package rematch
 
 import (
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"testing"
 
 	"github.com/anchore/grype/grype/match"
+	"github.com/anchore/grype/grype/pkg"
 	"github.com/anchore/grype/grype/version"
 )
 
@@ -29,6 +31,33 @@ func TestBuiltWithThePatches(t *testing.T) {
 	if n := testing.AllocsPerRun(20, func() { _, _ = version.GetConstraint(">= 1.0, < 2.0 || >= 3.0", version.SemanticFormat) }); n > 1 {
 		t.Errorf("parsing a constraint again allocates %.0f times: Grype's version package is not the patched copy", n)
 	}
+	raw, err := os.ReadFile(filepath.Join(fixtureDir, "alpine.cdx.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := sbomPart(raw)
+	r := countingSBOMReader{sbomReader: newSBOMReader(part)}
+	if _, _, _, err := pkg.ProvideFromReader(&r, pkg.ProviderConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	// CycloneDX JSON's decoder identifies and decodes: two passes; upstream's
+	// format.Decode asks two other decoders first, a pass each, and
+	// CycloneDX JSON's own identification once more.
+	if r.read > 2*len(part) {
+		t.Errorf("decoding a stored report's SBOM read it %.1f times: Grype's pkg package is not the patched copy", float64(r.read)/float64(len(part)))
+	}
+}
+
+// countingSBOMReader counts what Grype's provider reads of an sbomReader.
+type countingSBOMReader struct {
+	sbomReader
+	read int
+}
+
+func (c *countingSBOMReader) Read(b []byte) (int, error) {
+	n, err := c.sbomReader.Read(b)
+	c.read += n
+	return n, err
 }
 
 // A binary built against the patched copy (a replacement by a folder, no
