@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/test/support/internal/procstat"
 )
 
 // A server's folder names the test process that owns it (ownerFile: its pid
@@ -24,23 +26,7 @@ const (
 
 // processStart is the start time of pid in clock ticks since boot (field
 // 22 of /proc/PID/stat), or "" when there is no such process.
-func processStart(pid int) string {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return ""
-	}
-	// The command name (field 2) is in parentheses and may hold spaces.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return ""
-	}
-	return f[19]
-}
+func processStart(pid int) string { return procstat.Start(pid) }
 
 // writeOwner records this process as dir's owner.
 func writeOwner(dir string) error {

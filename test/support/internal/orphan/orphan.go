@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/test/support/internal/procstat"
 )
 
 // ChildEnv marks the re-run binary.
@@ -33,17 +35,8 @@ func Children() []int {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:]) // state, ppid, ...
-		if len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(self) {
+		f, ok := procstat.Fields(pid) // state, ppid, ...
+		if ok && len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(self) {
 			out = append(out, pid)
 		}
 	}
@@ -133,12 +126,4 @@ func Check(t *testing.T, test string) {
 }
 
 // running: the pid exists and is not a zombie.
-func running(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
+func running(pid int) bool { return procstat.Running(pid) }
