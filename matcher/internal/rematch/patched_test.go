@@ -2,7 +2,6 @@ package rematch
 
 import (
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"testing"
 
@@ -31,11 +30,7 @@ func TestBuiltWithThePatches(t *testing.T) {
 	if n := testing.AllocsPerRun(20, func() { _, _ = version.GetConstraint(">= 1.0, < 2.0 || >= 3.0", version.SemanticFormat) }); n > 1 {
 		t.Errorf("parsing a constraint again allocates %.0f times: Grype's version package is not the patched copy", n)
 	}
-	raw, err := os.ReadFile(filepath.Join(fixtureDir, "alpine.cdx.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	part := sbomPart(raw)
+	part := sbomPart(fixtureBOM(t, "alpine"))
 	r := countingSBOMReader{sbomReader: newSBOMReader(part)}
 	if _, _, _, err := pkg.ProvideFromReader(&r, pkg.ProviderConfig{}); err != nil {
 		t.Fatal(err)

@@ -24,10 +24,16 @@ type sbomReader struct {
 // FormatDecoder is the patched Grype's pkg.FormatDecoderReader.
 func (r sbomReader) FormatDecoder() sbom.FormatDecoder { return r.decoder }
 
+// Syft's decoders are stateless values, safe to share.
+var (
+	cycloneDXJSON = cyclonedxjson.NewFormatDecoder()
+	cycloneDXXML  = cyclonedxxml.NewFormatDecoder()
+)
+
 func newSBOMReader(part []byte) sbomReader {
 	r := sbomReader{parsedReader: parsedReader{bytes.NewReader(part)}}
 	if cycloneDXOnly(part) {
-		r.decoder = cyclonedxjson.NewFormatDecoder()
+		r.decoder = cycloneDXJSON
 	}
 	return r
 }
@@ -66,7 +72,7 @@ func cycloneDXOnly(doc []byte) bool {
 		}
 	}
 	if lt := bytes.IndexByte(doc, '<'); lt >= 0 {
-		if id, _ := cyclonedxxml.NewFormatDecoder().Identify(bytes.NewReader(doc[lt:])); id != "" {
+		if id, _ := cycloneDXXML.Identify(bytes.NewReader(doc[lt:])); id != "" {
 			return false
 		}
 	}

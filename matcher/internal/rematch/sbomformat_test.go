@@ -2,8 +2,6 @@ package rematch
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -86,17 +84,10 @@ func TestCycloneDXOnly(t *testing.T) {
 // CycloneDX JSON (the OS fixtures' packages have maintainers' addresses in
 // angle brackets), and no decoder ahead of it identifies any of them.
 func TestCycloneDXOnlyOfEveryFixture(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join(fixtureDir, "*.cdx.json"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no fixtures in %s: %v", fixtureDir, err)
-	}
 	withAngle := 0
-	for _, p := range paths {
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		part := sbomPart(raw)
+	for _, f := range fixtures(t) {
+		p := f.File
+		part := sbomPart(fixtureBOM(t, f.Name))
 		if !cycloneDXOnly(part) {
 			t.Errorf("%s: its SBOM part is not named CycloneDX JSON", p)
 		}
@@ -120,11 +111,7 @@ func FuzzCycloneDXOnly(f *testing.F) {
 	for _, c := range cycloneDXOnlyCases {
 		f.Add([]byte(c.doc))
 	}
-	raw, err := os.ReadFile(filepath.Join(fixtureDir, "alpine.cdx.json"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	part := sbomPart(raw)
+	part := sbomPart(fixtureBOM(f, "alpine"))
 	for _, c := range cycloneDXOnlyCases {
 		if strings.HasPrefix(c.doc, "{") && strings.HasSuffix(c.doc, "}") && len(c.doc) > 2 {
 			// The case's members after the fixture's, and before them.

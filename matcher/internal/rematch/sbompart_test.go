@@ -2,7 +2,6 @@ package rematch
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -40,16 +39,9 @@ func TestSBOMPart(t *testing.T) {
 // TestSBOMPartOfEveryFixture: each real Grype report, without its findings,
 // is the same document as the report decoded with its findings deleted.
 func TestSBOMPartOfEveryFixture(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join(fixtureDir, "*.cdx.json"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no fixtures in %s: %v", fixtureDir, err)
-	}
 	withFindings := 0
-	for _, p := range paths {
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range fixtures(t) {
+		p, raw := f.File, fixtureBOM(t, f.Name)
 		part := sbomPart(raw)
 		var want, got map[string]any
 		if err := json.Unmarshal(raw, &want); err != nil {

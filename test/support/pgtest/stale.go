@@ -24,14 +24,10 @@ const (
 	staleUnowned = 10 * time.Minute
 )
 
-// processStart is the start time of pid in clock ticks since boot (field
-// 22 of /proc/PID/stat), or "" when there is no such process.
-func processStart(pid int) string { return procstat.Start(pid) }
-
 // writeOwner records this process as dir's owner.
 func writeOwner(dir string) error {
 	pid := os.Getpid()
-	return os.WriteFile(filepath.Join(dir, ownerFile), fmt.Appendf(nil, "%d %s\n", pid, processStart(pid)), 0o644)
+	return os.WriteFile(filepath.Join(dir, ownerFile), fmt.Appendf(nil, "%d %s\n", pid, procstat.Start(pid)), 0o644)
 }
 
 // ownerAlive tells whether dir's owner still runs; known is false when
@@ -49,7 +45,7 @@ func ownerAlive(dir string) (alive, known bool) {
 	if err != nil {
 		return false, false
 	}
-	return processStart(pid) == f[1], true
+	return procstat.Start(pid) == f[1], true
 }
 
 // sweepStale removes the server folders under tmp whose owner is gone,

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/crowsnest-dev/crowsnest/test/support/internal/procstat"
 )
 
 // A server folder whose test process was killed goes at the next start;
@@ -26,7 +28,7 @@ func TestSweepStaleRemovesWhatAKilledTestLeft(t *testing.T) {
 	if err := dead.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadStart := processStart(dead.Process.Pid)
+	deadStart := procstat.Start(dead.Process.Pid)
 	if err := dead.Wait(); err != nil {
 		t.Fatal(err)
 	}
